@@ -1,0 +1,1 @@
+//! Shared inputs for cleave's benches.

@@ -1,0 +1,342 @@
+//! Frames with a fixed-width length field.
+//!
+//! ```text
+//!   ├─ field_offset ─┤├─ field_width ─┤├──── length + adjustment ────┤
+//!   ┌────────────────┬────────────────┬──────────────────────────────┐
+//!   │ other header   │  length field  │ body                         │
+//!   └────────────────┴────────────────┴──────────────────────────────┘
+//!   ├──── skip (default: the whole header) ───┤├── emitted frame ────┤
+//! ```
+//!
+//! - The field is 1 to 8 bytes wide, big or little endian, and may sit
+//!   `field_offset` bytes into the frame (after a magic number, a type byte).
+//! - The body is `field + adjustment` bytes, counted from the end of the
+//!   field. A field that counts itself takes `adjustment(-width)`; one that
+//!   counts the whole header takes `-(offset + width)`.
+//! - The emitted frame leaves out the first `skip` bytes: the whole header by
+//!   default, nothing with [`keep_header`](LengthConfig::keep_header).
+//!
+//! This covers the knobs of tokio-util's `LengthDelimitedCodec` builder; the
+//! default is its default (4-byte big-endian length, header stripped), and
+//! [`LengthConfig::flatstream`] is a 4-byte little-endian length.
+
+use bytes::Bytes;
+
+use crate::decoder::{Decoder, Header, Latch};
+use crate::error::{Error, InvalidInput, Limit};
+use crate::recv_buf::RecvBuf;
+
+/// Default [`LengthConfig::max_frame_length`]: 8 MiB, bytes.
+///
+/// tokio-util's `LengthDelimitedCodec` default, so a switch keeps behaviour.
+pub const DEFAULT_MAX_FRAME_LENGTH: u64 = 8 * 1024 * 1024;
+
+/// Byte order of a length field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Endian {
+    /// Most significant byte first (network order).
+    Big,
+    /// Least significant byte first.
+    Little,
+}
+
+/// Configuration of [`LengthPrefixed`].
+///
+/// ```
+/// use cleave::{Endian, LengthConfig, LengthPrefixed};
+///
+/// // A 2-byte magic, then a 3-byte little-endian length that counts the
+/// // whole 5-byte header; keep the header in the frame.
+/// let config = LengthConfig::default()
+///     .field_offset(2)
+///     .field_width(3)?
+///     .endian(Endian::Little)
+///     .adjustment(-5)
+///     .keep_header();
+/// let decoder = LengthPrefixed::with_config(config)?;
+/// # let _ = decoder;
+/// # Ok::<(), cleave::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LengthConfig {
+    offset: usize,
+    width: usize,
+    endian: Endian,
+    adjustment: i64,
+    skip: Option<usize>,
+    max_frame: u64,
+}
+
+impl Default for LengthConfig {
+    /// A 4-byte big-endian length at offset 0 that counts the body; the
+    /// header is stripped; bodies up to 8 MiB.
+    fn default() -> Self {
+        Self {
+            offset: 0,
+            width: 4,
+            endian: Endian::Big,
+            adjustment: 0,
+            skip: None,
+            max_frame: DEFAULT_MAX_FRAME_LENGTH,
+        }
+    }
+}
+
+impl LengthConfig {
+    /// The default: a 4-byte big-endian length, header stripped.
+    pub fn u32_be() -> Self {
+        Self::default()
+    }
+
+    /// flatstream's layout: a 4-byte little-endian length, header stripped.
+    pub fn flatstream() -> Self {
+        Self::default().endian(Endian::Little)
+    }
+
+    /// Bytes before the length field. Default 0.
+    pub fn field_offset(mut self, offset: usize) -> Self {
+        self.offset = offset;
+        self
+    }
+
+    /// Width of the length field in bytes. Default 4.
+    ///
+    /// # Errors
+    ///
+    /// [`Misuse::InvalidConfig`](crate::Misuse::InvalidConfig) unless
+    /// `1 <= width <= 8`.
+    pub fn field_width(mut self, width: usize) -> Result<Self, Error> {
+        if !(1..=8).contains(&width) {
+            return Err(Error::invalid_config(
+                "field_width",
+                width as u64,
+                "1 to 8 bytes",
+            ));
+        }
+        self.width = width;
+        Ok(self)
+    }
+
+    /// Byte order of the length field. Default [`Endian::Big`].
+    pub fn endian(mut self, endian: Endian) -> Self {
+        self.endian = endian;
+        self
+    }
+
+    /// Added to the field's value to get the number of bytes after the
+    /// field. Default 0.
+    pub fn adjustment(mut self, adjustment: i64) -> Self {
+        self.adjustment = adjustment;
+        self
+    }
+
+    /// Bytes left out at the start of each emitted frame; at most the header
+    /// (`field_offset + field_width`). Default: the whole header.
+    pub fn skip(mut self, skip: usize) -> Self {
+        self.skip = Some(skip);
+        self
+    }
+
+    /// Emit the header as part of each frame (`skip(0)`).
+    pub fn keep_header(self) -> Self {
+        self.skip(0)
+    }
+
+    /// The largest body (`field + adjustment`) accepted, in bytes. A larger
+    /// one is an [`Error::LimitExceeded`] with [`Limit::FrameLength`] as soon
+    /// as its header arrives. Default 8 MiB.
+    pub fn max_frame_length(mut self, max: u64) -> Self {
+        self.max_frame = max;
+        self
+    }
+
+    /// Header length: offset plus field width.
+    pub fn header_len(&self) -> usize {
+        self.offset.saturating_add(self.width)
+    }
+
+    /// See [`max_frame_length`](Self::max_frame_length).
+    pub fn max_frame_len(&self) -> u64 {
+        self.max_frame
+    }
+}
+
+/// Decoder of length-prefixed frames into `Bytes`.
+///
+/// The body is never reserved ahead: a header that declares 4 GiB makes the
+/// decoder wait (or fail on its limit), not allocate.
+///
+/// ```
+/// use cleave::{Decoder, LengthPrefixed, RecvBuf};
+///
+/// let mut buf = RecvBuf::new();
+/// let mut frames = LengthPrefixed::new();
+/// buf.feed(b"\0\0\0\x05hello\0\0\0\x03b")?;
+/// assert_eq!(frames.decode(&mut buf)?.as_deref(), Some(&b"hello"[..]));
+/// assert_eq!(frames.decode(&mut buf)?, None); // 2 of 3 body bytes missing
+/// buf.feed(b"ye")?;
+/// assert_eq!(frames.decode(&mut buf)?.as_deref(), Some(&b"bye"[..]));
+/// # Ok::<(), cleave::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct LengthPrefixed {
+    config: LengthConfig,
+    skip: usize,
+    header: Header,
+    latch: Latch,
+}
+
+impl Default for LengthPrefixed {
+    fn default() -> Self {
+        Self::from_valid(LengthConfig::default())
+    }
+}
+
+impl LengthPrefixed {
+    /// A decoder with the default configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A decoder with the given configuration.
+    ///
+    /// # Errors
+    ///
+    /// [`Misuse::InvalidConfig`](crate::Misuse::InvalidConfig) if `skip` is
+    /// longer than the header, or the header length overflows.
+    pub fn with_config(config: LengthConfig) -> Result<Self, Error> {
+        if config.offset.checked_add(config.width).is_none() {
+            return Err(Error::invalid_config(
+                "field_offset",
+                config.offset as u64,
+                "an offset whose sum with the field width fits in usize",
+            ));
+        }
+        if let Some(skip) = config.skip {
+            if skip > config.header_len() {
+                return Err(Error::invalid_config(
+                    "skip",
+                    skip as u64,
+                    "at most field_offset + field_width",
+                ));
+            }
+        }
+        Ok(Self::from_valid(config))
+    }
+
+    fn from_valid(config: LengthConfig) -> Self {
+        Self {
+            skip: config.skip.unwrap_or(config.header_len()),
+            config,
+            header: Header::default(),
+            latch: Latch::default(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LengthConfig {
+        &self.config
+    }
+
+    fn step(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
+        if self.header.get(buf).is_none() {
+            let head = self.config.header_len();
+            let data = buf.peek();
+            if data.len() < head {
+                return Ok(None);
+            }
+            let declared = read_uint(&data[self.config.offset..head], self.config.endian);
+            let body = self.body_len(declared, buf)?;
+            self.header.set(buf, head, body);
+        }
+        self.header.take(buf, self.skip)
+    }
+
+    /// The body length a field value declares, checked against the limit.
+    fn body_len(&self, declared: u64, buf: &RecvBuf) -> Result<usize, Error> {
+        let body = i128::from(declared) + i128::from(self.config.adjustment);
+        if body < 0 {
+            return Err(Error::InvalidInput {
+                kind: InvalidInput::NegativeLength {
+                    declared,
+                    adjustment: self.config.adjustment,
+                },
+                offset: buf.offset() + self.config.offset as u64,
+            });
+        }
+        let body = u64::try_from(body).unwrap_or(u64::MAX);
+        if body > self.config.max_frame {
+            return Err(Error::LimitExceeded {
+                limit: Limit::FrameLength,
+                max: self.config.max_frame,
+                attempted: body,
+                offset: buf.offset(),
+            });
+        }
+        // On targets where it does not fit in usize it cannot fit in the
+        // buffer either; `Header::take` reports that.
+        Ok(usize::try_from(body).unwrap_or(usize::MAX))
+    }
+}
+
+/// Reads an unsigned integer of 1 to 8 bytes.
+#[inline]
+fn read_uint(field: &[u8], endian: Endian) -> u64 {
+    let mut wide = [0u8; 8];
+    match endian {
+        Endian::Big => {
+            wide[8 - field.len()..].copy_from_slice(field);
+            u64::from_be_bytes(wide)
+        }
+        Endian::Little => {
+            wide[..field.len()].copy_from_slice(field);
+            u64::from_le_bytes(wide)
+        }
+    }
+}
+
+impl Decoder for LengthPrefixed {
+    type Item = Bytes;
+
+    /// # Errors
+    ///
+    /// [`Limit::FrameLength`] for a body over the limit,
+    /// [`Limit::Buffer`] for a frame that could never fit in the buffer,
+    /// [`InvalidInput::NegativeLength`] when the adjustment takes the length
+    /// below zero. All are reported as soon as the header has arrived.
+    fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
+        self.latch.check()?;
+        let step = self.step(buf);
+        self.latch.settle(step, buf)
+    }
+
+    fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
+        match self.decode(buf)? {
+            Some(frame) => Ok(Some(frame)),
+            None => self.latch.finish(buf),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_every_width_in_both_orders() {
+        assert_eq!(read_uint(&[1, 2, 3], Endian::Big), 0x01_02_03);
+        assert_eq!(read_uint(&[1, 2, 3], Endian::Little), 0x03_02_01);
+        assert_eq!(read_uint(&[0xff; 8], Endian::Big), u64::MAX);
+        assert_eq!(read_uint(&[7], Endian::Little), 7);
+    }
+
+    #[test]
+    fn config_errors_are_typed() {
+        assert!(LengthConfig::default().field_width(0).is_err());
+        assert!(LengthConfig::default().field_width(9).is_err());
+        let too_much_skip = LengthConfig::default().field_offset(1).skip(6);
+        assert!(LengthPrefixed::with_config(too_much_skip).is_err());
+        let huge_offset = LengthConfig::default().field_offset(usize::MAX);
+        assert!(LengthPrefixed::with_config(huge_offset).is_err());
+    }
+}

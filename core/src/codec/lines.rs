@@ -1,0 +1,331 @@
+//! Delimited lines.
+//!
+//! ```text
+//!   stream:  h e l l o \r \n w o r l d \n p a r t
+//!            └── frame ─┘└┬─┘└── frame ┘└┬┘└─ stays buffered
+//!                      overhead       overhead
+//! ```
+//!
+//! A line is every byte up to a delimiter (`\n` by default). The delimiter,
+//! and with [`strip_cr`](LinesConfig::strip_cr) a `\r` just before it, are
+//! framing overhead: they are consumed but not part of the frame.
+
+use bytes::Bytes;
+
+use crate::decoder::{Decoder, Latch};
+use crate::error::{Error, InvalidInput, Limit};
+use crate::recv_buf::RecvBuf;
+
+/// Default [`LinesConfig::max_length`]: 64 KiB, bytes.
+///
+/// Redis's precedent for inline commands (`PROTO_INLINE_MAX_SIZE`): far more
+/// than any human-typed or text-protocol line, small enough that a peer that
+/// never sends a newline is cut off early.
+pub const DEFAULT_MAX_LINE_LENGTH: usize = 64 * 1024;
+
+/// Configuration of [`Lines`].
+///
+/// ```
+/// use cleave::{Lines, LinesConfig};
+///
+/// let lines = Lines::with_config(
+///     LinesConfig::default()
+///         .delimiter(b'\0')
+///         .strip_cr(false)
+///         .max_length(1024)
+///         .utf8(true),
+/// );
+/// # let _ = lines;
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinesConfig {
+    delimiter: u8,
+    strip_cr: bool,
+    max_length: usize,
+    utf8: bool,
+    unterminated_last_line: bool,
+}
+
+impl Default for LinesConfig {
+    /// `\n`-delimited, `\r` stripped, at most 64 KiB a line, no UTF-8 check,
+    /// an unterminated last line is an error.
+    fn default() -> Self {
+        Self {
+            delimiter: b'\n',
+            strip_cr: true,
+            max_length: DEFAULT_MAX_LINE_LENGTH,
+            utf8: false,
+            unterminated_last_line: false,
+        }
+    }
+}
+
+impl LinesConfig {
+    /// The byte that ends a line. Default `b'\n'`.
+    pub fn delimiter(mut self, delimiter: u8) -> Self {
+        self.delimiter = delimiter;
+        self
+    }
+
+    /// Whether a `\r` right before the delimiter is dropped too. Default
+    /// `true`, so `\r\n` and `\n` endings both work.
+    pub fn strip_cr(mut self, strip: bool) -> Self {
+        self.strip_cr = strip;
+        self
+    }
+
+    /// The longest line accepted, in bytes, not counting the delimiter or a
+    /// stripped `\r`. A longer line is an [`Error::LimitExceeded`] with
+    /// [`Limit::LineLength`] as soon as `max + 1` bytes have arrived without a
+    /// delimiter: the decoder never waits for more than that.
+    pub fn max_length(mut self, max: usize) -> Self {
+        self.max_length = max;
+        self
+    }
+
+    /// Whether every line must be UTF-8 (checked with `simdutf8`). A line
+    /// that is not is an [`Error::InvalidInput`] with [`InvalidInput::Utf8`],
+    /// whose offset points at the first bad byte. Default `false`.
+    pub fn utf8(mut self, check: bool) -> Self {
+        self.utf8 = check;
+        self
+    }
+
+    /// What [`Decoder::decode_eof`] does with bytes after the last delimiter:
+    /// `true` returns them as a last line (tokio-util's `LinesCodec` does
+    /// this), `false` (the default) returns them in an [`Error::Truncated`].
+    pub fn unterminated_last_line(mut self, allow: bool) -> Self {
+        self.unterminated_last_line = allow;
+        self
+    }
+
+    /// See [`delimiter`](Self::delimiter).
+    pub fn delimiter_byte(&self) -> u8 {
+        self.delimiter
+    }
+
+    /// See [`max_length`](Self::max_length).
+    pub fn max_line_length(&self) -> usize {
+        self.max_length
+    }
+}
+
+/// Decoder of delimited lines into `Bytes` frames without their delimiter.
+///
+/// The search is done with `memchr`, and bytes already searched are not
+/// searched again when a line arrives in pieces.
+///
+/// ```
+/// use cleave::{Decoder, Error, Lines, RecvBuf};
+///
+/// let mut buf = RecvBuf::new();
+/// let mut lines = Lines::new();
+/// buf.feed(b"GET a\r\nGET")?;
+/// assert_eq!(lines.decode(&mut buf)?.as_deref(), Some(&b"GET a"[..]));
+/// assert_eq!(lines.decode(&mut buf)?, None); // need more
+/// buf.feed(b" b\nPAR")?;
+/// assert_eq!(lines.decode(&mut buf)?.as_deref(), Some(&b"GET b"[..]));
+///
+/// // The stream ends inside a line: the bytes come back in the error.
+/// match lines.decode_eof(&mut buf) {
+///     Err(Error::Truncated { partial, offset }) => {
+///         assert_eq!((&partial[..], offset), (&b"PAR"[..], 13));
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), cleave::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Lines {
+    config: LinesConfig,
+    /// The first `searched` bytes of the buffer, at stream offset
+    /// `searched_at`, hold no delimiter.
+    searched: usize,
+    searched_at: u64,
+    latch: Latch,
+}
+
+impl Lines {
+    /// A decoder with the default configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A decoder with the given configuration.
+    pub fn with_config(config: LinesConfig) -> Self {
+        Self {
+            config,
+            ..Self::default()
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LinesConfig {
+        &self.config
+    }
+
+    /// How many leading bytes must hold a delimiter for the line to be
+    /// within the limit: the line, an optional `\r`, the delimiter.
+    fn window(&self) -> usize {
+        self.config
+            .max_length
+            .saturating_add(1 + usize::from(self.config.strip_cr))
+    }
+
+    fn step(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
+        if self.searched_at != buf.offset() {
+            self.searched = 0;
+            self.searched_at = buf.offset();
+        }
+        let data = buf.peek();
+        let window = self.window();
+        let end = data.len().min(window);
+        let start = self.searched.min(end);
+        match memchr::memchr(self.config.delimiter, &data[start..end]) {
+            Some(i) => {
+                self.searched = 0;
+                self.cut(buf, start + i, 1).map(Some)
+            }
+            None if data.len() >= window => {
+                Err(self.too_long(buf, self.config.max_length.saturating_add(1)))
+            }
+            None => {
+                self.searched = end;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Cuts the line that ends at `end` (the delimiter's index, or the
+    /// buffer's length at end of stream) and consumes `delimiter` more bytes.
+    fn cut(&self, buf: &mut RecvBuf, end: usize, delimiter: usize) -> Result<Bytes, Error> {
+        let data = buf.peek();
+        let mut len = end;
+        if self.config.strip_cr && len > 0 && data[len - 1] == b'\r' {
+            len -= 1;
+        }
+        if len > self.config.max_length {
+            return Err(self.too_long(buf, len));
+        }
+        if self.config.utf8 && simdutf8::basic::from_utf8(&data[..len]).is_err() {
+            let valid = core::str::from_utf8(&data[..len]).map_or_else(|e| e.valid_up_to(), |_| 0);
+            return Err(Error::InvalidInput {
+                kind: InvalidInput::Utf8,
+                offset: buf.offset() + valid as u64,
+            });
+        }
+        let mut line = buf.split_to(end + delimiter)?;
+        line.truncate(len);
+        Ok(line)
+    }
+
+    /// The error for a line of (at least) `attempted` bytes.
+    fn too_long(&self, buf: &RecvBuf, attempted: usize) -> Error {
+        Error::LimitExceeded {
+            limit: Limit::LineLength,
+            max: self.config.max_length as u64,
+            attempted: attempted as u64,
+            offset: buf.offset(),
+        }
+    }
+}
+
+impl Decoder for Lines {
+    type Item = Bytes;
+
+    /// # Errors
+    ///
+    /// [`Limit::LineLength`] for a line over the limit (`attempted` is the
+    /// line's length when its delimiter was seen, else `max + 1`: at least
+    /// that long); [`InvalidInput::Utf8`] when UTF-8 is required and the line
+    /// is not.
+    fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
+        self.latch.check()?;
+        let step = self.step(buf);
+        self.latch.settle(step, buf)
+    }
+
+    fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
+        if let Some(line) = self.decode(buf)? {
+            return Ok(Some(line));
+        }
+        if self.config.unterminated_last_line && !buf.is_empty() {
+            let line = self.cut(buf, buf.len(), 0).map(Some);
+            return self.latch.settle(line, buf);
+        }
+        self.latch.finish(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(config: LinesConfig, input: &[u8]) -> (Vec<Bytes>, Option<Error>, RecvBuf) {
+        let mut buf = RecvBuf::new();
+        buf.feed(input).unwrap();
+        let mut dec = Lines::with_config(config);
+        let mut out = Vec::new();
+        loop {
+            match dec.decode_eof(&mut buf) {
+                Ok(Some(line)) => out.push(line),
+                Ok(None) => return (out, None, buf),
+                Err(e) => return (out, Some(e), buf),
+            }
+        }
+    }
+
+    #[test]
+    fn strips_cr_only_before_the_delimiter() {
+        let (got, err, _) = lines(LinesConfig::default(), b"a\r\nb\rc\n\r\n");
+        assert_eq!(got, ["a", "b\rc", ""]);
+        assert_eq!(err, None);
+        let (got, _, _) = lines(LinesConfig::default().strip_cr(false), b"a\r\n");
+        assert_eq!(got, ["a\r"]);
+    }
+
+    #[test]
+    fn line_of_exactly_max_length_is_accepted_with_or_without_cr() {
+        let config = LinesConfig::default().max_length(3);
+        let (got, err, _) = lines(config, b"abc\r\nabc\n");
+        assert_eq!((got, err), (vec![Bytes::from("abc"); 2], None));
+    }
+
+    #[test]
+    fn line_one_over_max_is_refused_with_the_bytes_left_in_place() {
+        let config = LinesConfig::default().max_length(3);
+        let (got, err, mut buf) = lines(config, b"ok\nabcd\nrest");
+        assert_eq!(got, ["ok"]);
+        assert_eq!(
+            err,
+            Some(Error::LimitExceeded {
+                limit: Limit::LineLength,
+                max: 3,
+                attempted: 4,
+                offset: 3
+            })
+        );
+        assert_eq!(&buf.take_tail()[..], b"abcd\nrest");
+    }
+
+    #[test]
+    fn unterminated_last_line_when_asked() {
+        let config = LinesConfig::default().unterminated_last_line(true);
+        let (got, err, _) = lines(config, b"a\nlast\r");
+        assert_eq!((got, err), (vec![Bytes::from("a"), Bytes::from("last")], None));
+    }
+
+    #[test]
+    fn utf8_error_points_at_the_bad_byte() {
+        let config = LinesConfig::default().utf8(true);
+        let (got, err, _) = lines(config, b"\xc3\xa9\nab\xc3\xa9\xff\n");
+        assert_eq!(got, ["é"]);
+        assert_eq!(
+            err,
+            Some(Error::InvalidInput {
+                kind: InvalidInput::Utf8,
+                offset: 3 + 4
+            })
+        );
+    }
+}

@@ -1,0 +1,342 @@
+//! The core's one error type.
+//!
+//! "Need more bytes" is never an error: decoders return `Ok(None)` for it. A
+//! clean end of stream is not an error either. What remains is sorted by who is
+//! at fault, so a caller can decide between closing the connection, logging a
+//! misbehaving peer, and fixing its own code:
+//!
+//! | variant                    | at fault   | typical reaction                  |
+//! |----------------------------|------------|-----------------------------------|
+//! | [`Error::InvalidInput`]    | the peer   | close, log the offset             |
+//! | [`Error::LimitExceeded`]   | a limit    | close, or raise the limit         |
+//! | [`Error::Truncated`]       | the peer   | use or log the partial bytes      |
+//! | [`Error::Misuse`]          | the caller | fix the calling code              |
+
+use bytes::Bytes;
+use core::fmt;
+
+/// Everything that can go wrong in the core.
+///
+/// Errors returned by a [`Decoder`](crate::Decoder) are final: once one is
+/// returned, every later call returns the same error again, and the bytes that
+/// were not consumed stay in the [`RecvBuf`](crate::RecvBuf), where
+/// [`take_tail`](crate::RecvBuf::take_tail) hands them back. Offsets count bytes
+/// from the start of the stream the buffer has seen (see
+/// [`RecvBuf::offset`](crate::RecvBuf::offset)).
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The peer sent bytes that break the framing rules.
+    InvalidInput {
+        /// What was wrong.
+        kind: InvalidInput,
+        /// Stream offset of the first offending byte.
+        offset: u64,
+    },
+    /// The peer's traffic went past a configured limit.
+    LimitExceeded {
+        /// Which limit.
+        limit: Limit,
+        /// The configured maximum, in bytes.
+        max: u64,
+        /// The size the peer asked for or reached, in bytes (always `> max`).
+        attempted: u64,
+        /// Stream offset of the frame (or buffer) that went past the limit.
+        offset: u64,
+    },
+    /// The stream ended inside a frame.
+    ///
+    /// `partial` holds every byte after the last complete frame, header bytes
+    /// included; they have been taken out of the buffer, so they live here and
+    /// nowhere else.
+    Truncated {
+        /// The bytes of the incomplete frame.
+        partial: Bytes,
+        /// Stream offset of `partial[0]`.
+        offset: u64,
+    },
+    /// The caller used the API in a way it does not allow.
+    Misuse(Misuse),
+}
+
+/// Who is responsible for an [`Error`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// The peer sent bytes that are wrong or incomplete.
+    Peer,
+    /// The peer's traffic is well formed but goes past a configured limit.
+    Limit,
+    /// The calling code misused the API or gave an invalid configuration.
+    Caller,
+}
+
+/// What was wrong with the peer's bytes, for [`Error::InvalidInput`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum InvalidInput {
+    /// A frame that must be UTF-8 is not; the offset points at the first
+    /// invalid byte.
+    Utf8,
+    /// A length field plus the configured length adjustment is negative.
+    NegativeLength {
+        /// The value of the length field as sent.
+        declared: u64,
+        /// The configured adjustment.
+        adjustment: i64,
+    },
+    /// A varint has more than the 10 bytes a `u64` can take.
+    VarintTooLong,
+    /// A varint's value does not fit in a `u64`.
+    VarintOverflow,
+    /// A varint ends in a zero byte after the first: the same value has a
+    /// shorter encoding.
+    VarintNotMinimal,
+}
+
+/// Which limit was hit, for [`Error::LimitExceeded`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Limit {
+    /// The receive buffer's maximum size
+    /// ([`RecvBufConfig::max_buffered`](crate::RecvBufConfig::max_buffered)).
+    Buffer,
+    /// A line's maximum length (without its delimiter).
+    LineLength,
+    /// A length-delimited frame's maximum payload length.
+    FrameLength,
+}
+
+/// How the caller misused the API, for [`Error::Misuse`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Misuse {
+    /// Asked to split or skip more bytes than are buffered.
+    OutOfBounds {
+        /// Bytes asked for.
+        requested: usize,
+        /// Bytes buffered.
+        available: usize,
+    },
+    /// Committed more bytes than the spare region that was handed out.
+    CommitTooLarge {
+        /// Bytes committed.
+        committed: usize,
+        /// Size of the spare region.
+        spare: usize,
+    },
+    /// A configuration value is out of range.
+    InvalidConfig {
+        /// The setting's name, as in its setter.
+        setting: &'static str,
+        /// The value given.
+        value: u64,
+        /// What the setting accepts.
+        expected: &'static str,
+    },
+}
+
+impl Error {
+    /// Who is responsible for this error.
+    pub fn fault(&self) -> Fault {
+        match self {
+            Self::InvalidInput { .. } | Self::Truncated { .. } => Fault::Peer,
+            Self::LimitExceeded { .. } => Fault::Limit,
+            Self::Misuse(_) => Fault::Caller,
+        }
+    }
+
+    /// The stream offset the error points at, when it has one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Self::InvalidInput { offset, .. }
+            | Self::LimitExceeded { offset, .. }
+            | Self::Truncated { offset, .. } => Some(*offset),
+            Self::Misuse(_) => None,
+        }
+    }
+
+    pub(crate) fn invalid_config(setting: &'static str, value: u64, expected: &'static str) -> Self {
+        Self::Misuse(Misuse::InvalidConfig {
+            setting,
+            value,
+            expected,
+        })
+    }
+
+    pub(crate) fn out_of_bounds(requested: usize, available: usize) -> Self {
+        Self::Misuse(Misuse::OutOfBounds {
+            requested,
+            available,
+        })
+    }
+}
+
+impl From<Misuse> for Error {
+    fn from(misuse: Misuse) -> Self {
+        Self::Misuse(misuse)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidInput { kind, offset } => {
+                write!(f, "peer sent invalid input at offset {offset}: {kind}")
+            }
+            Self::LimitExceeded {
+                limit,
+                max,
+                attempted,
+                offset,
+            } => write!(
+                f,
+                "{limit} limit exceeded at offset {offset}: {attempted} bytes, limit {max} bytes"
+            ),
+            Self::Truncated { partial, offset } => write!(
+                f,
+                "stream ended inside a frame at offset {offset}: {} bytes of an incomplete frame",
+                partial.len()
+            ),
+            Self::Misuse(misuse) => write!(f, "API misuse: {misuse}"),
+        }
+    }
+}
+
+impl fmt::Display for InvalidInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Utf8 => f.write_str("frame is not valid UTF-8"),
+            Self::NegativeLength {
+                declared,
+                adjustment,
+            } => write!(
+                f,
+                "length field {declared} with adjustment {adjustment} gives a negative length"
+            ),
+            Self::VarintTooLong => f.write_str("varint longer than 10 bytes"),
+            Self::VarintOverflow => f.write_str("varint value does not fit in 64 bits"),
+            Self::VarintNotMinimal => f.write_str("varint is not minimally encoded"),
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Buffer => "receive buffer",
+            Self::LineLength => "line length",
+            Self::FrameLength => "frame length",
+        })
+    }
+}
+
+impl fmt::Display for Misuse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::OutOfBounds {
+                requested,
+                available,
+            } => write!(
+                f,
+                "asked for {requested} bytes but only {available} are buffered"
+            ),
+            Self::CommitTooLarge { committed, spare } => write!(
+                f,
+                "committed {committed} bytes into a spare region of {spare} bytes"
+            ),
+            Self::InvalidConfig {
+                setting,
+                value,
+                expected,
+            } => write!(f, "invalid {setting} {value}: expected {expected}"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// A value handed back to the caller together with the reason it was refused.
+///
+/// Whatever the core refuses to take (a tail too long for a buffer, later a
+/// write that does not fit a queue) comes back in one of these, so nothing is
+/// lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected<T> {
+    error: Error,
+    value: T,
+}
+
+impl<T> Rejected<T> {
+    pub(crate) fn new(error: Error, value: T) -> Self {
+        Self { error, value }
+    }
+
+    /// Why the value was refused.
+    pub fn error(&self) -> &Error {
+        &self.error
+    }
+
+    /// The refused value, given back.
+    pub fn into_value(self) -> T {
+        self.value
+    }
+
+    /// The reason and the value.
+    pub fn into_parts(self) -> (Error, T) {
+        (self.error, self.value)
+    }
+}
+
+impl<T> fmt::Display for Rejected<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rejected: {}", self.error)
+    }
+}
+
+impl<T: fmt::Debug> core::error::Error for Rejected<T> {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_carries_the_numbers() {
+        let e = Error::LimitExceeded {
+            limit: Limit::LineLength,
+            max: 10,
+            attempted: 11,
+            offset: 42,
+        };
+        assert_eq!(
+            e.to_string(),
+            "line length limit exceeded at offset 42: 11 bytes, limit 10 bytes"
+        );
+        assert_eq!(e.fault(), Fault::Limit);
+        assert_eq!(e.offset(), Some(42));
+    }
+
+    #[test]
+    fn faults_are_assigned() {
+        let peer = Error::InvalidInput {
+            kind: InvalidInput::VarintOverflow,
+            offset: 3,
+        };
+        assert_eq!(peer.fault(), Fault::Peer);
+        assert_eq!(
+            peer.to_string(),
+            "peer sent invalid input at offset 3: varint value does not fit in 64 bits"
+        );
+        let misuse = Error::out_of_bounds(5, 2);
+        assert_eq!(misuse.fault(), Fault::Caller);
+        assert_eq!(misuse.offset(), None);
+        assert_eq!(
+            misuse.to_string(),
+            "API misuse: asked for 5 bytes but only 2 are buffered"
+        );
+    }
+}

@@ -1,0 +1,528 @@
+//! [`RecvBuf`], the owned receive state of one connection.
+
+use bytes::{Buf, Bytes, BytesMut};
+use core::fmt;
+
+use crate::error::{Error, Limit, Misuse, Rejected};
+
+/// Default [`RecvBufConfig::max_buffered`]: 8 MiB + 16 KiB, bytes.
+///
+/// One frame at the codecs' default maximum (8 MiB, tokio-util's precedent)
+/// plus its header and the start of what follows it.
+pub const DEFAULT_MAX_BUFFERED: usize = 8 * 1024 * 1024 + 16 * 1024;
+
+/// Default [`RecvBufConfig::read_reserve`]: 8 KiB, bytes.
+///
+/// The size of `std::io::BufReader`'s buffer and of tokio-util `FramedRead`'s
+/// first read; large enough that a read syscall carries a useful batch, small
+/// enough that ten thousand connections reading at once cost 80 MiB.
+pub const DEFAULT_READ_RESERVE: usize = 8 * 1024;
+
+/// Default [`RecvBufConfig::idle_capacity`]: 8 KiB, bytes.
+///
+/// Equal to the read reserve, so a connection whose reads end on frame
+/// boundaries reuses one block for ever instead of allocating on every read,
+/// while the large block a big frame needed is given back as soon as the
+/// buffer is empty.
+pub const DEFAULT_IDLE_CAPACITY: usize = DEFAULT_READ_RESERVE;
+
+/// Limits and memory policy of a [`RecvBuf`].
+///
+/// A plain value with chainable setters; the setters that can be given an
+/// out-of-range value return a `Result`.
+///
+/// ```
+/// use cleave::RecvBufConfig;
+///
+/// let config = RecvBufConfig::default()
+///     .max_buffered(64 * 1024)?
+///     .read_reserve(4 * 1024)?
+///     .idle_capacity(0);
+/// assert_eq!(config.max_buffered_len(), 64 * 1024);
+/// # Ok::<(), cleave::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvBufConfig {
+    max_buffered: usize,
+    read_reserve: usize,
+    idle_capacity: usize,
+    copy_frames_up_to: usize,
+}
+
+impl Default for RecvBufConfig {
+    fn default() -> Self {
+        Self {
+            max_buffered: DEFAULT_MAX_BUFFERED,
+            read_reserve: DEFAULT_READ_RESERVE,
+            idle_capacity: DEFAULT_IDLE_CAPACITY,
+            copy_frames_up_to: 0,
+        }
+    }
+}
+
+impl RecvBufConfig {
+    /// The most bytes the buffer may hold, unconsumed, at any time.
+    ///
+    /// # Errors
+    ///
+    /// [`Misuse::InvalidConfig`] if `max` is zero.
+    pub fn max_buffered(mut self, max: usize) -> Result<Self, Error> {
+        if max == 0 {
+            return Err(Error::invalid_config("max_buffered", 0, "at least 1"));
+        }
+        self.max_buffered = max;
+        Ok(self)
+    }
+
+    /// The most bytes one [`RecvBuf::spare_mut`] hands out for a read, and so
+    /// the most the buffer grows by ahead of the bytes that have arrived.
+    ///
+    /// # Errors
+    ///
+    /// [`Misuse::InvalidConfig`] if `reserve` is zero.
+    pub fn read_reserve(mut self, reserve: usize) -> Result<Self, Error> {
+        if reserve == 0 {
+            return Err(Error::invalid_config("read_reserve", 0, "at least 1"));
+        }
+        self.read_reserve = reserve;
+        Ok(self)
+    }
+
+    /// Capacity the buffer may keep while it is empty; above it, the
+    /// allocation is given back the moment the buffer empties. `0` releases
+    /// every time, at the price of one allocation per read.
+    pub fn idle_capacity(mut self, capacity: usize) -> Self {
+        self.idle_capacity = capacity;
+        self
+    }
+
+    /// Frames of at most this many bytes are copied out instead of split off.
+    ///
+    /// A split frame shares (and so keeps alive) the block it was read into; a
+    /// consumer that keeps a few small frames for a long time can pin many
+    /// blocks that way. Copying costs one allocation per frame. Off (`0`) by
+    /// default: measured in `benches/retention.rs` and explained in the
+    /// README, splitting is faster and pins at most one read block per kept
+    /// frame, which only matters for consumers that keep frames for long.
+    pub fn copy_frames_up_to(mut self, len: usize) -> Self {
+        self.copy_frames_up_to = len;
+        self
+    }
+
+    /// See [`max_buffered`](Self::max_buffered).
+    pub fn max_buffered_len(&self) -> usize {
+        self.max_buffered
+    }
+
+    /// See [`read_reserve`](Self::read_reserve).
+    pub fn read_reserve_len(&self) -> usize {
+        self.read_reserve
+    }
+
+    /// See [`idle_capacity`](Self::idle_capacity).
+    pub fn idle_capacity_len(&self) -> usize {
+        self.idle_capacity
+    }
+
+    /// See [`copy_frames_up_to`](Self::copy_frames_up_to).
+    pub fn copy_frames_up_to_len(&self) -> usize {
+        self.copy_frames_up_to
+    }
+}
+
+/// The owned receive state of one connection: bytes that arrived and were not
+/// consumed yet.
+///
+/// Input goes in two ways, both without a second copy:
+///
+/// - [`feed`](Self::feed) copies from a slice the caller owns (an event
+///   loop's read buffer, a test vector);
+/// - [`spare_mut`](Self::spare_mut) hands out room to read into, and
+///   [`commit`](Self::commit) says how much the read filled. The core stays
+///   free of I/O traits; an adapter passes the slice to its own `read`.
+///
+/// Output comes out from the front: [`peek`](Self::peek) looks without
+/// consuming, [`split_to`](Self::split_to) cuts a complete prefix off as
+/// `Bytes` (a view of the same memory, no copy), [`advance`](Self::advance)
+/// drops bytes, and [`take_tail`](Self::take_tail) hands everything buffered
+/// over when the protocol switches to raw bytes.
+///
+/// # Limits and memory
+///
+/// - The buffer never holds more than
+///   [`max_buffered`](RecvBufConfig::max_buffered) bytes: a feed that would
+///   go past it is refused whole, and `spare_mut` never offers more room than
+///   is left.
+/// - It grows only by what arrives: at most one
+///   [`read_reserve`](RecvBufConfig::read_reserve) ahead of the bytes that
+///   are buffered. Nothing a peer declares makes it reserve more.
+/// - When it empties it gives back any allocation above
+///   [`idle_capacity`](RecvBufConfig::idle_capacity), so idle connections
+///   cost little and one huge frame does not pin its memory for ever.
+///
+/// # Example
+///
+/// ```
+/// use cleave::RecvBuf;
+///
+/// let mut buf = RecvBuf::new();
+/// buf.feed(b"hello world")?;
+/// assert_eq!(buf.peek(), b"hello world");
+///
+/// let hello = buf.split_to(5)?; // a `Bytes` view, not a copy
+/// buf.advance(1)?;
+/// assert_eq!(&hello[..], b"hello");
+/// assert_eq!(buf.offset(), 6);
+/// assert_eq!(&buf.take_tail()[..], b"world");
+/// assert!(buf.is_empty());
+/// # Ok::<(), cleave::Error>(())
+/// ```
+pub struct RecvBuf {
+    /// `buf[..filled]` is buffered input; `buf[filled..]` is spare room that
+    /// is already initialised, kept so reads need not zero it again.
+    buf: BytesMut,
+    filled: usize,
+    /// Length of the region the last `spare_mut` handed out (0: none).
+    spare: usize,
+    /// Stream offset of `buf[0]`: bytes consumed so far.
+    offset: u64,
+    config: RecvBufConfig,
+}
+
+impl Default for RecvBuf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for RecvBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvBuf")
+            .field("len", &self.filled)
+            .field("capacity", &self.buf.capacity())
+            .field("offset", &self.offset)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl RecvBuf {
+    /// An empty buffer with the default configuration. Allocates nothing.
+    pub fn new() -> Self {
+        Self::with_config(RecvBufConfig::default())
+    }
+
+    /// An empty buffer with the given configuration. Allocates nothing.
+    pub fn with_config(config: RecvBufConfig) -> Self {
+        Self {
+            buf: BytesMut::new(),
+            filled: 0,
+            spare: 0,
+            offset: 0,
+            config,
+        }
+    }
+
+    /// A buffer that starts with bytes already read elsewhere, for example
+    /// the tail another parser handed off.
+    ///
+    /// No copy is made when `tail` is the only handle to its memory;
+    /// otherwise it is copied once.
+    ///
+    /// # Errors
+    ///
+    /// If `tail` is longer than `config`'s `max_buffered`, it comes back
+    /// unchanged inside the [`Rejected`], with an [`Error::LimitExceeded`].
+    pub fn from_tail(tail: Bytes, config: RecvBufConfig) -> Result<Self, Rejected<Bytes>> {
+        if tail.len() > config.max_buffered {
+            let error = Error::LimitExceeded {
+                limit: Limit::Buffer,
+                max: config.max_buffered as u64,
+                attempted: tail.len() as u64,
+                offset: 0,
+            };
+            return Err(Rejected::new(error, tail));
+        }
+        let buf = BytesMut::from(tail);
+        Ok(Self {
+            filled: buf.len(),
+            buf,
+            ..Self::with_config(config)
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RecvBufConfig {
+        &self.config
+    }
+
+    /// Bytes buffered and not consumed.
+    pub fn len(&self) -> usize {
+        self.filled
+    }
+
+    /// Whether nothing is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.filled == 0
+    }
+
+    /// Whether the buffer holds `max_buffered` bytes and can take no more.
+    pub fn is_full(&self) -> bool {
+        self.filled >= self.config.max_buffered
+    }
+
+    /// How many more bytes the buffer may take before it is full.
+    pub fn remaining(&self) -> usize {
+        self.config.max_buffered.saturating_sub(self.filled)
+    }
+
+    /// Bytes of memory this buffer holds on to (buffered plus spare room).
+    ///
+    /// Frames split off earlier may keep more of the same allocation alive;
+    /// that memory is theirs, not the buffer's.
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Stream offset of the first buffered byte: how many bytes were consumed
+    /// (split, advanced or taken) since the buffer was made.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Appends `data`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LimitExceeded`] with [`Limit::Buffer`] if `data` does not fit
+    /// under `max_buffered`. Nothing is appended then: consume some frames
+    /// and feed again, or feed a shorter slice.
+    pub fn feed(&mut self, data: &[u8]) -> Result<(), Error> {
+        if data.len() > self.remaining() {
+            return Err(self.over_limit(self.filled as u64 + data.len() as u64));
+        }
+        self.spare = 0;
+        let end = self.filled + data.len();
+        if end <= self.buf.len() {
+            self.buf[self.filled..end].copy_from_slice(data);
+        } else {
+            self.make_room(data.len());
+            self.buf.truncate(self.filled);
+            self.buf.extend_from_slice(data);
+        }
+        self.filled = end;
+        Ok(())
+    }
+
+    /// Room to read into: at most one `read_reserve`, and never more than
+    /// the buffer may still take. Call [`commit`](Self::commit) with the
+    /// number of bytes the read wrote at the front of it.
+    ///
+    /// The region is initialised memory (zeroed once when first allocated,
+    /// then reused), so any `Read::read` can take it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LimitExceeded`] with [`Limit::Buffer`] when the buffer is full.
+    pub fn spare_mut(&mut self) -> Result<&mut [u8], Error> {
+        let want = self.config.read_reserve.min(self.remaining());
+        if want == 0 {
+            return Err(self.over_limit(self.filled as u64 + 1));
+        }
+        let end = self.filled + want;
+        if self.buf.len() < end {
+            self.make_room(want);
+            self.buf.resize(end, 0);
+        }
+        self.spare = want;
+        Ok(&mut self.buf[self.filled..end])
+    }
+
+    /// Marks the first `n` bytes of the region from the last
+    /// [`spare_mut`](Self::spare_mut) as received.
+    ///
+    /// # Errors
+    ///
+    /// [`Misuse::CommitTooLarge`] if `n` is larger than that region (or no
+    /// region is outstanding and `n > 0`); nothing changes then.
+    pub fn commit(&mut self, n: usize) -> Result<(), Error> {
+        if n > self.spare {
+            return Err(Misuse::CommitTooLarge {
+                committed: n,
+                spare: self.spare,
+            }
+            .into());
+        }
+        self.filled += n;
+        self.spare = 0;
+        Ok(())
+    }
+
+    /// The buffered bytes, without consuming them.
+    pub fn peek(&self) -> &[u8] {
+        &self.buf[..self.filled]
+    }
+
+    /// Splits the first `n` bytes off as `Bytes`.
+    ///
+    /// The frame is a view of the buffer's memory, not a copy (unless
+    /// [`copy_frames_up_to`](RecvBufConfig::copy_frames_up_to) says so).
+    ///
+    /// # Errors
+    ///
+    /// [`Misuse::OutOfBounds`] if fewer than `n` bytes are buffered; nothing
+    /// changes then.
+    pub fn split_to(&mut self, n: usize) -> Result<Bytes, Error> {
+        self.consume(n)?;
+        let frame = if n <= self.config.copy_frames_up_to {
+            let frame = Bytes::copy_from_slice(&self.buf[..n]);
+            self.buf.advance(n);
+            frame
+        } else {
+            self.buf.split_to(n).freeze()
+        };
+        self.release_if_idle();
+        Ok(frame)
+    }
+
+    /// Drops the first `n` bytes (a delimiter, a header).
+    ///
+    /// # Errors
+    ///
+    /// [`Misuse::OutOfBounds`] if fewer than `n` bytes are buffered; nothing
+    /// changes then.
+    pub fn advance(&mut self, n: usize) -> Result<(), Error> {
+        self.consume(n)?;
+        self.buf.advance(n);
+        self.release_if_idle();
+        Ok(())
+    }
+
+    /// Takes everything buffered as one `Bytes`, without copying: the
+    /// hand-off when the protocol switches to raw bytes. The buffer is left
+    /// empty and usable.
+    pub fn take_tail(&mut self) -> Bytes {
+        let n = self.filled;
+        self.spare = 0;
+        self.filled = 0;
+        self.offset += n as u64;
+        let tail = self.buf.split_to(n).freeze();
+        self.release_if_idle();
+        tail
+    }
+
+    /// Gives the allocation back if nothing is buffered, whatever its size.
+    /// Returns whether memory was released.
+    ///
+    /// An adapter may call this before a connection goes idle for long; the
+    /// next read allocates again.
+    pub fn release_if_empty(&mut self) -> bool {
+        if self.filled == 0 && self.buf.capacity() > 0 {
+            self.buf = BytesMut::new();
+            self.spare = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The error for input that would make the buffer hold `attempted` bytes.
+    pub(crate) fn over_limit(&self, attempted: u64) -> Error {
+        Error::LimitExceeded {
+            limit: Limit::Buffer,
+            max: self.config.max_buffered as u64,
+            attempted,
+            offset: self.offset,
+        }
+    }
+
+    /// Accounts for `n` bytes leaving the front.
+    fn consume(&mut self, n: usize) -> Result<(), Error> {
+        if n > self.filled {
+            return Err(Error::out_of_bounds(n, self.filled));
+        }
+        self.spare = 0;
+        self.filled -= n;
+        self.offset += n as u64;
+        Ok(())
+    }
+
+    fn release_if_idle(&mut self) {
+        if self.filled == 0 && self.buf.capacity() > self.config.idle_capacity {
+            self.buf = BytesMut::new();
+        }
+    }
+
+    /// Makes sure `want` bytes fit after the buffered ones, growing by no
+    /// more than that: reuse the current block if the frames split from it
+    /// are gone (and it is not much larger than needed), else allocate
+    /// exactly what is buffered plus `want` and move the buffered bytes.
+    fn make_room(&mut self, want: usize) {
+        if self.buf.capacity() - self.filled >= want {
+            return;
+        }
+        self.buf.truncate(self.filled);
+        let need = self.filled + want;
+        let keep_limit = need.max(self.config.idle_capacity).saturating_mul(2);
+        let reused = self.buf.try_reclaim(want) && self.buf.capacity() <= keep_limit;
+        if !reused {
+            let mut fresh = BytesMut::with_capacity(need);
+            fresh.extend_from_slice(&self.buf);
+            self.buf = fresh;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spare_region_is_reused_without_zeroing_twice() {
+        let mut buf = RecvBuf::new();
+        let spare = buf.spare_mut().unwrap();
+        assert_eq!(spare.len(), DEFAULT_READ_RESERVE);
+        spare[..3].copy_from_slice(b"abc");
+        buf.commit(3).unwrap();
+        // The rest of the region stays initialised: the next spare region
+        // starts right after the committed bytes and needs no resize.
+        let before = buf.buf.len();
+        let spare = buf.spare_mut().unwrap();
+        assert_eq!(spare.len(), DEFAULT_READ_RESERVE);
+        assert_eq!(before, DEFAULT_READ_RESERVE);
+        assert_eq!(buf.peek(), b"abc");
+    }
+
+    #[test]
+    fn feed_writes_into_initialised_spare() {
+        let mut buf = RecvBuf::new();
+        let _ = buf.spare_mut().unwrap();
+        buf.feed(b"xyz").unwrap();
+        assert_eq!(buf.peek(), b"xyz");
+        assert_eq!(buf.buf.len(), DEFAULT_READ_RESERVE);
+        assert_eq!(buf.commit(1), Err(Error::Misuse(Misuse::CommitTooLarge { committed: 1, spare: 0 })));
+    }
+
+    #[test]
+    fn reclaims_the_block_once_frames_are_dropped() {
+        let mut buf = RecvBuf::new();
+        buf.feed(&[7; 40]).unwrap();
+        let block = buf.peek().as_ptr();
+        drop(buf.split_to(30).unwrap());
+        // 10 bytes left and 20 more wanted: the 40-byte block is unique again
+        // and large enough, so the 10 bytes move down and no allocation happens.
+        buf.feed(&[8; 20]).unwrap();
+        assert_eq!(buf.peek().as_ptr(), block);
+        assert_eq!(buf.capacity(), 40);
+    }
+
+    #[test]
+    fn grows_by_exactly_what_is_needed_when_frames_are_alive() {
+        let mut buf = RecvBuf::new();
+        buf.feed(&[7; 40]).unwrap();
+        let frame = buf.split_to(30).unwrap();
+        buf.feed(&[8; 60]).unwrap();
+        assert_eq!(buf.capacity(), 70);
+        assert_eq!(&frame[..], &[7; 30][..]);
+    }
+}

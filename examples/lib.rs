@@ -1,0 +1,1 @@
+//! Runnable examples of cleave; see the `[[example]]` entries in Cargo.toml.
