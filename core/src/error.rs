@@ -156,7 +156,11 @@ impl Error {
         }
     }
 
-    pub(crate) fn invalid_config(setting: &'static str, value: u64, expected: &'static str) -> Self {
+    pub(crate) fn invalid_config(
+        setting: &'static str,
+        value: u64,
+        expected: &'static str,
+    ) -> Self {
         Self::Misuse(Misuse::InvalidConfig {
             setting,
             value,

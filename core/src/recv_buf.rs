@@ -306,7 +306,7 @@ impl RecvBuf {
         if end <= self.buf.len() {
             self.buf[self.filled..end].copy_from_slice(data);
         } else {
-            self.make_room(data.len());
+            self.make_room(data.len(), data.len());
             self.buf.truncate(self.filled);
             self.buf.extend_from_slice(data);
         }
@@ -317,6 +317,10 @@ impl RecvBuf {
     /// Room to read into: at most one `read_reserve`, and never more than
     /// the buffer may still take. Call [`commit`](Self::commit) with the
     /// number of bytes the read wrote at the front of it.
+    ///
+    /// When the buffer reuses a block that still holds a partial frame, the
+    /// region may be smaller than a full reserve (never below half of one),
+    /// rather than allocate a new block for the difference.
     ///
     /// The region is initialised memory (zeroed once when first allocated,
     /// then reused), so any `Read::read` can take it.
@@ -329,12 +333,15 @@ impl RecvBuf {
         if want == 0 {
             return Err(self.over_limit(self.filled as u64 + 1));
         }
-        let end = self.filled + want;
-        if self.buf.len() < end {
-            self.make_room(want);
-            self.buf.resize(end, 0);
+        if self.buf.len() - self.filled < want {
+            self.make_room(want, want.div_ceil(2));
+            let end = self.filled + want.min(self.buf.capacity() - self.filled);
+            if self.buf.len() < end {
+                self.buf.resize(end, 0);
+            }
         }
-        self.spare = want;
+        let end = self.buf.len().min(self.filled + want);
+        self.spare = end - self.filled;
         Ok(&mut self.buf[self.filled..end])
     }
 
@@ -345,6 +352,9 @@ impl RecvBuf {
     ///
     /// [`Misuse::CommitTooLarge`] if `n` is larger than that region (or no
     /// region is outstanding and `n > 0`); nothing changes then.
+    ///
+    /// Committing 0 bytes (the read would block) into an empty buffer gives
+    /// back memory above the idle capacity, like any other emptying.
     pub fn commit(&mut self, n: usize) -> Result<(), Error> {
         if n > self.spare {
             return Err(Misuse::CommitTooLarge {
@@ -355,6 +365,7 @@ impl RecvBuf {
         }
         self.filled += n;
         self.spare = 0;
+        self.release_if_idle();
         Ok(())
     }
 
@@ -453,18 +464,24 @@ impl RecvBuf {
         }
     }
 
-    /// Makes sure `want` bytes fit after the buffered ones, growing by no
-    /// more than that: reuse the current block if the frames split from it
-    /// are gone (and it is not much larger than needed), else allocate
-    /// exactly what is buffered plus `want` and move the buffered bytes.
-    fn make_room(&mut self, want: usize) {
-        if self.buf.capacity() - self.filled >= want {
+    /// Makes room after the buffered bytes: nothing to do if the current
+    /// block has `at_least` left; else `want` (or at least `at_least`) from
+    /// the block reused, else a new block of what is buffered plus
+    /// `max(want, read_reserve)` (the buffered bytes move there).
+    ///
+    /// A block is reused when the frames split from it are gone and it is
+    /// not much larger than needed (a block a huge frame left is dropped).
+    /// Small feeds so share one block instead of allocating each time, and
+    /// the buffer is never more than one read reserve ahead of its input.
+    fn make_room(&mut self, want: usize, at_least: usize) {
+        if self.buf.capacity() - self.filled >= at_least {
             return;
         }
         self.buf.truncate(self.filled);
-        let need = self.filled + want;
+        let need = self.filled + want.max(self.config.read_reserve);
         let keep_limit = need.max(self.config.idle_capacity).saturating_mul(2);
-        let reused = self.buf.try_reclaim(want) && self.buf.capacity() <= keep_limit;
+        let reused = (self.buf.try_reclaim(want) || self.buf.try_reclaim(at_least))
+            && self.buf.capacity() <= keep_limit;
         if !reused {
             let mut fresh = BytesMut::with_capacity(need);
             fresh.extend_from_slice(&self.buf);
@@ -484,12 +501,11 @@ mod tests {
         assert_eq!(spare.len(), DEFAULT_READ_RESERVE);
         spare[..3].copy_from_slice(b"abc");
         buf.commit(3).unwrap();
-        // The rest of the region stays initialised: the next spare region
-        // starts right after the committed bytes and needs no resize.
-        let before = buf.buf.len();
+        // The rest of the region stays initialised and is handed out again
+        // as it is: no resize, no zeroing.
         let spare = buf.spare_mut().unwrap();
-        assert_eq!(spare.len(), DEFAULT_READ_RESERVE);
-        assert_eq!(before, DEFAULT_READ_RESERVE);
+        assert_eq!(spare.len(), DEFAULT_READ_RESERVE - 3);
+        assert_eq!(buf.buf.len(), DEFAULT_READ_RESERVE);
         assert_eq!(buf.peek(), b"abc");
     }
 
@@ -500,29 +516,45 @@ mod tests {
         buf.feed(b"xyz").unwrap();
         assert_eq!(buf.peek(), b"xyz");
         assert_eq!(buf.buf.len(), DEFAULT_READ_RESERVE);
-        assert_eq!(buf.commit(1), Err(Error::Misuse(Misuse::CommitTooLarge { committed: 1, spare: 0 })));
+        assert_eq!(
+            buf.commit(1),
+            Err(Error::Misuse(Misuse::CommitTooLarge {
+                committed: 1,
+                spare: 0
+            }))
+        );
     }
 
     #[test]
-    fn reclaims_the_block_once_frames_are_dropped() {
-        let mut buf = RecvBuf::new();
+    fn reuses_the_block_once_its_frames_are_dropped() {
+        let config = RecvBufConfig::default().read_reserve(40).unwrap();
+        let mut buf = RecvBuf::with_config(config);
         buf.feed(&[7; 40]).unwrap();
         let block = buf.peek().as_ptr();
-        drop(buf.split_to(30).unwrap());
-        // 10 bytes left and 20 more wanted: the 40-byte block is unique again
-        // and large enough, so the 10 bytes move down and no allocation happens.
-        buf.feed(&[8; 20]).unwrap();
-        assert_eq!(buf.peek().as_ptr(), block);
+        let frame = buf.split_to(40).unwrap();
+        buf.feed(&[8; 40]).unwrap();
+        assert_ne!(buf.peek().as_ptr(), block, "the frame still uses the block");
+        drop(frame);
+        let block = buf.peek().as_ptr();
+        drop(buf.split_to(40).unwrap());
+        buf.feed(&[9; 40]).unwrap();
+        assert_eq!(
+            buf.peek().as_ptr(),
+            block,
+            "the block is free again: reused"
+        );
         assert_eq!(buf.capacity(), 40);
     }
 
     #[test]
-    fn grows_by_exactly_what_is_needed_when_frames_are_alive() {
-        let mut buf = RecvBuf::new();
+    fn grows_by_what_arrived_plus_at_most_one_reserve() {
+        let config = RecvBufConfig::default().read_reserve(16).unwrap();
+        let mut buf = RecvBuf::with_config(config);
         buf.feed(&[7; 40]).unwrap();
+        assert_eq!(buf.capacity(), 40);
         let frame = buf.split_to(30).unwrap();
-        buf.feed(&[8; 60]).unwrap();
-        assert_eq!(buf.capacity(), 70);
+        buf.feed(&[8; 5]).unwrap();
+        assert_eq!(buf.capacity(), 10 + 16);
         assert_eq!(&frame[..], &[7; 30][..]);
     }
 }

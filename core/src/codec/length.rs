@@ -19,6 +19,13 @@
 //! This covers the knobs of tokio-util's `LengthDelimitedCodec` builder; the
 //! default is its default (4-byte big-endian length, header stripped), and
 //! [`LengthConfig::flatstream`] is a 4-byte little-endian length.
+//!
+//! Coming from tokio-util, two differences: its `length_adjustment` counts
+//! from the skip point, ours from the end of the field, so that changing what
+//! is skipped never changes how a length is read (tokio-util's
+//! `length_adjustment(a)` with `num_skip(s)` is our `adjustment(a - header +
+//! s)` with `skip(s)`; the tests check the two agree); and the frame limit
+//! applies to the adjusted body length, not to the raw field.
 
 use bytes::Bytes;
 

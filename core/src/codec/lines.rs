@@ -312,7 +312,10 @@ mod tests {
     fn unterminated_last_line_when_asked() {
         let config = LinesConfig::default().unterminated_last_line(true);
         let (got, err, _) = lines(config, b"a\nlast\r");
-        assert_eq!((got, err), (vec![Bytes::from("a"), Bytes::from("last")], None));
+        assert_eq!(
+            (got, err),
+            (vec![Bytes::from("a"), Bytes::from("last")], None)
+        );
     }
 
     #[test]
@@ -327,5 +330,28 @@ mod tests {
                 offset: 3 + 4
             })
         );
+    }
+
+    #[test]
+    fn resumes_the_search_where_it_stopped() {
+        let mut buf = RecvBuf::new();
+        let mut dec = Lines::new();
+        buf.feed(b"abc").unwrap();
+        assert_eq!(dec.decode(&mut buf), Ok(None));
+        assert_eq!(dec.searched, 3);
+        buf.feed(b"de").unwrap();
+        assert_eq!(dec.decode(&mut buf), Ok(None));
+        assert_eq!(dec.searched, 5);
+        buf.feed(
+            b"
+x",
+        )
+        .unwrap();
+        assert_eq!(
+            dec.decode(&mut buf).unwrap().as_deref(),
+            Some(&b"abcde"[..])
+        );
+        assert_eq!(dec.decode(&mut buf), Ok(None));
+        assert_eq!(dec.searched, 1);
     }
 }

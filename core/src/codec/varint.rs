@@ -132,7 +132,10 @@ impl Varint {
 /// Parses a varint at the start of `data`: `Ok(Some((value, length)))`,
 /// `Ok(None)` if it is not complete, or the error and the index of the byte
 /// that shows it.
-fn parse(data: &[u8], allow_non_minimal: bool) -> Result<Option<(u64, usize)>, (InvalidInput, usize)> {
+fn parse(
+    data: &[u8],
+    allow_non_minimal: bool,
+) -> Result<Option<(u64, usize)>, (InvalidInput, usize)> {
     let mut value = 0u64;
     for (i, &byte) in data.iter().take(MAX_VARINT_LEN).enumerate() {
         if i == MAX_VARINT_LEN - 1 {
@@ -194,11 +197,20 @@ mod tests {
     fn rejects_bad_encodings_at_the_byte_that_shows_it() {
         let mut too_long = [0x80; 11];
         too_long[10] = 0;
-        assert_eq!(parse(&too_long, false), Err((InvalidInput::VarintTooLong, 9)));
+        assert_eq!(
+            parse(&too_long, false),
+            Err((InvalidInput::VarintTooLong, 9))
+        );
         let mut overflow = [0xff; 10];
         overflow[9] = 0x02;
-        assert_eq!(parse(&overflow, false), Err((InvalidInput::VarintOverflow, 9)));
-        assert_eq!(parse(&[0x80, 0x00], false), Err((InvalidInput::VarintNotMinimal, 1)));
+        assert_eq!(
+            parse(&overflow, false),
+            Err((InvalidInput::VarintOverflow, 9))
+        );
+        assert_eq!(
+            parse(&[0x80, 0x00], false),
+            Err((InvalidInput::VarintNotMinimal, 1))
+        );
         assert_eq!(parse(&[0x80, 0x00], true), Ok(Some((0, 2))));
     }
 }

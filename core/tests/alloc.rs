@@ -1,0 +1,180 @@
+//! Heap allocations per decoded frame in steady state, counted by a global
+//! allocator: zero for every codec, whether input is fed from a slice or
+//! read into the buffer's spare room.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use cleave::{Decoder, LengthPrefixed, Lines, LinesConfig, RecvBuf, RecvBufConfig, Varint};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the
+// counter is a const-initialised thread local, which never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+const FRAMES: usize = 20_000;
+const WARM_UP: usize = 2_000;
+
+#[derive(Clone, Copy)]
+enum Input {
+    /// `feed` slices of this size.
+    Feed(usize),
+    /// Read into `spare_mut`, at most this much per read.
+    Read(usize),
+}
+
+/// Decodes `stream` and returns the allocations made after the first
+/// `WARM_UP` frames, and the number of frames decoded after them.
+fn steady_allocations<D: Decoder>(
+    mut decoder: D,
+    config: RecvBufConfig,
+    stream: &[u8],
+    input: Input,
+) -> (u64, usize) {
+    let mut buf = RecvBuf::with_config(config);
+    let mut decoded = 0;
+    let mut start = None;
+    let mut rest = stream;
+    while !rest.is_empty() {
+        let n = match input {
+            Input::Feed(size) => {
+                let n = size.min(rest.len());
+                buf.feed(&rest[..n]).unwrap();
+                n
+            }
+            Input::Read(size) => {
+                let spare = buf.spare_mut().unwrap();
+                let n = size.min(rest.len()).min(spare.len());
+                spare[..n].copy_from_slice(&rest[..n]);
+                buf.commit(n).unwrap();
+                n
+            }
+        };
+        rest = &rest[n..];
+        while let Some(frame) = decoder.decode(&mut buf).unwrap() {
+            drop(frame);
+            decoded += 1;
+            if decoded == WARM_UP {
+                start = Some(allocations());
+            }
+        }
+    }
+    assert_eq!(decoded, FRAMES);
+    (allocations() - start.unwrap(), FRAMES - WARM_UP)
+}
+
+fn lines_stream() -> Vec<u8> {
+    let line = format!("{}\r\n", "é".repeat(30));
+    line.repeat(FRAMES).into_bytes()
+}
+
+fn length_stream(body: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for _ in 0..FRAMES {
+        out.extend_from_slice(&(body as u32).to_be_bytes());
+        out.resize(out.len() + body, 7);
+    }
+    out
+}
+
+fn varint_stream() -> Vec<u8> {
+    let mut out = Vec::new();
+    for _ in 0..FRAMES {
+        out.extend_from_slice(&[0xac, 0x02]); // 300
+        out.resize(out.len() + 300, 7);
+    }
+    out
+}
+
+const INPUTS: [Input; 4] = [
+    Input::Feed(64),
+    Input::Feed(4096),
+    Input::Read(1500),
+    Input::Read(64 * 1024),
+];
+
+#[test]
+fn zero_allocations_per_frame_in_steady_state() {
+    let config = RecvBufConfig::default();
+    let utf8 = LinesConfig::default().utf8(true);
+    for input in INPUTS {
+        let cases = [
+            (
+                "lines",
+                steady_allocations(Lines::new(), config, &lines_stream(), input),
+            ),
+            (
+                "lines utf8",
+                steady_allocations(Lines::with_config(utf8), config, &lines_stream(), input),
+            ),
+            (
+                "length 24",
+                steady_allocations(LengthPrefixed::new(), config, &length_stream(24), input),
+            ),
+            (
+                "length 1024",
+                steady_allocations(LengthPrefixed::new(), config, &length_stream(1024), input),
+            ),
+            (
+                "varint 300",
+                steady_allocations(Varint::new(), config, &varint_stream(), input),
+            ),
+        ];
+        for (name, (allocs, frames)) in cases {
+            assert_eq!(
+                allocs, 0,
+                "{name}: {allocs} allocations for {frames} frames"
+            );
+        }
+    }
+}
+
+#[test]
+fn copying_small_frames_costs_one_allocation_each() {
+    let config = RecvBufConfig::default().copy_frames_up_to(256);
+    let (allocs, frames) = steady_allocations(
+        LengthPrefixed::new(),
+        config,
+        &length_stream(24),
+        Input::Read(4096),
+    );
+    // One per frame, plus now and then a block for the reads.
+    let frames = frames as u64;
+    assert!(
+        allocs >= frames && allocs <= frames + frames / 100,
+        "{allocs} for {frames} frames"
+    );
+}

@@ -1,0 +1,257 @@
+//! `RecvBuf`: a model-checked sequence of operations, limits, memory.
+
+use cleave::{Bytes, Error, Limit, Misuse, RecvBuf, RecvBufConfig};
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Feed(Vec<u8>),
+    /// Read into spare room: write this many bytes (clamped to the room).
+    Read(Vec<u8>),
+    Split(usize),
+    Advance(usize),
+    TakeTail,
+    Release,
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    let data = prop::collection::vec(any::<u8>(), 0..200);
+    prop_oneof![
+        data.clone().prop_map(Op::Feed),
+        data.prop_map(Op::Read),
+        (0usize..250).prop_map(Op::Split),
+        (0usize..250).prop_map(Op::Advance),
+        Just(Op::TakeTail),
+        Just(Op::Release),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Against a `Vec<u8>` model: the same bytes come out in the same order,
+    /// the limit always holds, refused operations change nothing, and the
+    /// buffer never holds more than what is buffered plus a read reserve
+    /// (twice, when it reuses a block).
+    #[test]
+    fn behaves_like_a_vec_within_its_limits(
+        ops in prop::collection::vec(op_strategy(), 0..60),
+        max in 1usize..600,
+        reserve in 1usize..300,
+        idle in 0usize..300,
+        copy_up_to in 0usize..8,
+    ) {
+        let config = RecvBufConfig::default()
+            .max_buffered(max).unwrap()
+            .read_reserve(reserve).unwrap()
+            .idle_capacity(idle)
+            .copy_frames_up_to(copy_up_to);
+        let mut buf = RecvBuf::with_config(config);
+        let mut model: Vec<u8> = Vec::new();
+        let mut offset = 0u64;
+        let mut out: Vec<(Bytes, Vec<u8>)> = Vec::new();
+        for op in ops {
+            // Set by operations that took bytes out or committed a read.
+            let mut settled = false;
+            match op {
+                Op::Feed(data) => match buf.feed(&data) {
+                    Ok(()) => model.extend_from_slice(&data),
+                    Err(e) => {
+                        prop_assert!(model.len() + data.len() > max);
+                        prop_assert_eq!(e, Error::LimitExceeded {
+                            limit: Limit::Buffer, max: max as u64,
+                            attempted: (model.len() + data.len()) as u64, offset,
+                        });
+                    }
+                },
+                Op::Read(data) => match buf.spare_mut() {
+                    Ok(spare) => {
+                        let full = reserve.min(max - model.len());
+                        prop_assert!(spare.len() <= full && spare.len() >= full.div_ceil(2));
+                        let n = data.len().min(spare.len());
+                        spare[..n].copy_from_slice(&data[..n]);
+                        buf.commit(n).unwrap();
+                        model.extend_from_slice(&data[..n]);
+                        settled = true;
+                    }
+                    Err(_) => prop_assert_eq!(model.len(), max),
+                },
+                Op::Split(n) => match buf.split_to(n) {
+                    Ok(frame) => {
+                        prop_assert_eq!(&frame[..], &model[..n]);
+                        let copy = model.drain(..n).collect();
+                        offset += n as u64;
+                        out.push((frame, copy));
+                        settled = true;
+                    }
+                    Err(e) => {
+                        prop_assert!(n > model.len());
+                        prop_assert_eq!(e, Error::Misuse(Misuse::OutOfBounds { requested: n, available: model.len() }));
+                    }
+                },
+                Op::Advance(n) => match buf.advance(n) {
+                    Ok(()) => {
+                        model.drain(..n);
+                        offset += n as u64;
+                        settled = true;
+                    }
+                    Err(_) => prop_assert!(n > model.len()),
+                },
+                Op::TakeTail => {
+                    let tail = buf.take_tail();
+                    prop_assert_eq!(&tail[..], &model[..]);
+                    offset += model.len() as u64;
+                    model.clear();
+                    settled = true;
+                }
+                Op::Release => {
+                    let released = buf.release_if_empty();
+                    prop_assert!(!released || model.is_empty());
+                    if model.is_empty() {
+                        prop_assert_eq!(buf.capacity(), 0);
+                    }
+                }
+            }
+            prop_assert_eq!(buf.peek(), &model[..]);
+            prop_assert_eq!(buf.offset(), offset);
+            prop_assert!(buf.len() <= max);
+            // Memory: never more than twice the limit plus a read, and
+            // nothing above the idle capacity once consuming empties it.
+            let bound = 2 * (max + reserve.max(200)).max(idle);
+            prop_assert!(buf.capacity() <= bound, "capacity {} > {}", buf.capacity(), bound);
+            if settled && model.is_empty() {
+                prop_assert!(buf.capacity() <= idle, "idle capacity {} > {}", buf.capacity(), idle);
+            }
+        }
+        // Frames split earlier are untouched by everything that came after.
+        for (frame, copy) in &out {
+            prop_assert_eq!(&frame[..], &copy[..]);
+        }
+    }
+}
+
+#[test]
+fn a_feed_that_does_not_fit_is_refused_whole() {
+    let config = RecvBufConfig::default().max_buffered(8).unwrap();
+    let mut buf = RecvBuf::with_config(config);
+    buf.feed(b"12345").unwrap();
+    let err = buf.feed(b"6789").unwrap_err();
+    assert_eq!(
+        err,
+        Error::LimitExceeded {
+            limit: Limit::Buffer,
+            max: 8,
+            attempted: 9,
+            offset: 0
+        }
+    );
+    assert_eq!(buf.peek(), b"12345");
+    buf.feed(b"678").unwrap();
+    assert!(buf.is_full());
+    assert!(buf.spare_mut().is_err());
+}
+
+#[test]
+fn spare_room_never_exceeds_what_the_limit_allows() {
+    let config = RecvBufConfig::default()
+        .max_buffered(10)
+        .unwrap()
+        .read_reserve(64)
+        .unwrap();
+    let mut buf = RecvBuf::with_config(config);
+    buf.feed(b"abc").unwrap();
+    assert_eq!(buf.spare_mut().unwrap().len(), 7);
+}
+
+#[test]
+fn commit_is_checked_against_the_region_handed_out() {
+    let config = RecvBufConfig::default().read_reserve(16).unwrap();
+    let mut buf = RecvBuf::with_config(config);
+    assert_eq!(
+        buf.commit(1),
+        Err(Error::Misuse(Misuse::CommitTooLarge {
+            committed: 1,
+            spare: 0
+        }))
+    );
+    buf.spare_mut().unwrap()[..2].copy_from_slice(b"hi");
+    assert_eq!(
+        buf.commit(17),
+        Err(Error::Misuse(Misuse::CommitTooLarge {
+            committed: 17,
+            spare: 16
+        }))
+    );
+    buf.commit(2).unwrap();
+    assert_eq!(buf.peek(), b"hi");
+    // The region is spent once committed.
+    assert!(buf.commit(1).is_err());
+}
+
+#[test]
+fn from_tail_reuses_a_unique_tail_and_refuses_one_too_long() {
+    let tail = Bytes::from(b"tail bytes".to_vec());
+    let ptr = tail.as_ptr();
+    let buf = RecvBuf::from_tail(tail, RecvBufConfig::default()).unwrap();
+    assert_eq!(buf.peek(), b"tail bytes");
+    assert_eq!(buf.peek().as_ptr(), ptr, "no copy for a unique tail");
+
+    let small = RecvBufConfig::default().max_buffered(4).unwrap();
+    let rejected = RecvBuf::from_tail(Bytes::from_static(b"too long"), small).unwrap_err();
+    assert_eq!(rejected.error().fault(), cleave::Fault::Limit);
+    assert_eq!(&rejected.into_value()[..], b"too long");
+}
+
+#[test]
+fn take_tail_hands_over_without_copying() {
+    let mut buf = RecvBuf::new();
+    buf.feed(b"frame|tail").unwrap();
+    let _frame = buf.split_to(6).unwrap();
+    let at = buf.peek().as_ptr();
+    let tail = buf.take_tail();
+    assert_eq!((&tail[..], tail.as_ptr()), (&b"tail"[..], at));
+    assert!(buf.is_empty());
+    assert_eq!(buf.offset(), 10);
+}
+
+#[test]
+fn a_huge_frame_does_not_pin_memory_once_consumed() {
+    let mut buf = RecvBuf::new();
+    let big = vec![1u8; 4 << 20];
+    buf.feed(&big).unwrap();
+    assert!(buf.capacity() >= 4 << 20);
+    drop(buf.split_to(big.len()).unwrap());
+    assert!(buf.capacity() <= cleave::DEFAULT_IDLE_CAPACITY);
+    // The next read does not bring the big block back.
+    buf.feed(b"x").unwrap();
+    assert!(
+        buf.capacity() <= 2 * cleave::DEFAULT_READ_RESERVE,
+        "{}",
+        buf.capacity()
+    );
+}
+
+#[test]
+fn idle_capacity_zero_releases_everything_when_empty() {
+    let config = RecvBufConfig::default().idle_capacity(0);
+    let mut buf = RecvBuf::with_config(config);
+    let spare = buf.spare_mut().unwrap();
+    spare[0] = b'x';
+    buf.commit(1).unwrap();
+    buf.advance(1).unwrap();
+    assert_eq!(buf.capacity(), 0);
+}
+
+#[test]
+fn steady_reads_reuse_one_block() {
+    let mut buf = RecvBuf::new();
+    let mut blocks = std::collections::HashSet::new();
+    for _ in 0..100 {
+        let spare = buf.spare_mut().unwrap();
+        blocks.insert(spare.as_ptr() as usize / cleave::DEFAULT_READ_RESERVE);
+        spare[..100].fill(b'a');
+        buf.commit(100).unwrap();
+        drop(buf.split_to(100).unwrap());
+    }
+    assert!(blocks.len() <= 2, "{} blocks", blocks.len());
+}
