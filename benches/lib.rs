@@ -1,1 +1,87 @@
-//! Shared inputs for cleave's benches.
+//! Shared inputs and helpers for cleave's benches.
+//!
+//! Each bench group runs cleave beside the peer users would pick instead and
+//! a hand-written lower bound, on the same input cut into the same pieces,
+//! so one run gives the ratios.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+/// Size of a "coalesced" read: what one socket read of a busy stream gives.
+pub const COALESCED: usize = 64 * 1024;
+/// Size of a "fragmented" read: a stream that trickles in.
+pub const FRAGMENTED: usize = 64;
+
+/// `count` lines of `len - 1` bytes plus `\n`.
+pub fn lines_input(count: usize, len: usize) -> Vec<u8> {
+    let mut line = vec![b'x'; len - 1];
+    line.push(b'\n');
+    line.repeat(count)
+}
+
+/// `count` frames of a 4-byte big-endian length and a `body`-byte body.
+pub fn length_input(count: usize, body: usize) -> Vec<u8> {
+    let mut frame = (body as u32).to_be_bytes().to_vec();
+    frame.resize(4 + body, 0x5a);
+    frame.repeat(count)
+}
+
+/// `count` frames of a LEB128 length and a `body`-byte body.
+pub fn varint_input(count: usize, body: usize) -> Vec<u8> {
+    let mut frame = Vec::new();
+    let mut n = body as u64;
+    while n >= 0x80 {
+        frame.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    frame.push(n as u8);
+    frame.resize(frame.len() + body, 0x5a);
+    frame.repeat(count)
+}
+
+/// Runs a future that never waits (its I/O is an in-memory slice) to
+/// completion on the current thread.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}
+
+/// A `tokio::io::AsyncRead` over a slice that gives at most `piece` bytes per
+/// read, the way a socket hands over what has arrived.
+#[derive(Debug)]
+pub struct Pieces<'a> {
+    data: &'a [u8],
+    piece: usize,
+}
+
+impl<'a> Pieces<'a> {
+    /// Reads `data` in pieces of at most `piece` bytes.
+    pub fn new(data: &'a [u8], piece: usize) -> Self {
+        Self { data, piece }
+    }
+
+    /// Whether everything was read.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+impl tokio::io::AsyncRead for Pieces<'_> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let n = self.piece.min(self.data.len()).min(buf.remaining());
+        let (head, tail) = self.data.split_at(n);
+        buf.put_slice(head);
+        self.data = tail;
+        Poll::Ready(Ok(()))
+    }
+}

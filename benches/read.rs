@@ -1,1 +1,327 @@
-fn main() {}
+//! The read side: input to owned frames, beside the peers.
+//!
+//! Every variant gets the same bytes in the same pieces (64 KiB reads:
+//! "coalesced"; 64-byte reads: "fragmented") and must produce each frame as
+//! an owned value without its framing. The lower bound is a hand-written
+//! `BytesMut` loop that does the least work that still yields owned `Bytes`
+//! frames (no limits, no error handling).
+//!
+//! Run: `cargo bench -p cleave-benches --bench read`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use cleave::{Decoder, LengthPrefixed, Lines, LinesConfig, RecvBuf, RecvBufConfig, Varint};
+use cleave_benches::{
+    block_on, length_input, lines_input, varint_input, Pieces, COALESCED, FRAGMENTED,
+};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+
+/// What a variant reports: frames and payload bytes, to check all agree.
+type Tally = (usize, usize);
+
+fn tally(t: &mut Tally, frame: &[u8]) {
+    t.0 += 1;
+    t.1 += frame.len();
+}
+
+/// Runs `decode` over `input` cut into `piece`-byte reads fed with `feed`.
+fn pieces_of(input: &[u8], piece: usize) -> impl Iterator<Item = &[u8]> {
+    input.chunks(piece)
+}
+
+fn cleave_run<D: Decoder<Item = Bytes>>(
+    mut decoder: D,
+    config: RecvBufConfig,
+    input: &[u8],
+    piece: usize,
+) -> Tally {
+    let mut buf = RecvBuf::with_config(config);
+    let mut t = (0, 0);
+    for chunk in pieces_of(input, piece) {
+        buf.feed(chunk).unwrap();
+        while let Some(frame) = decoder.decode(&mut buf).unwrap() {
+            tally(&mut t, &frame);
+            black_box(frame);
+        }
+    }
+    t
+}
+
+fn tokio_run<C>(mut codec: C, input: &[u8], piece: usize, len: impl Fn(&C::Item) -> usize) -> Tally
+where
+    C: tokio_util::codec::Decoder,
+    C::Error: std::fmt::Debug,
+{
+    let mut buf = BytesMut::new();
+    let mut t = (0, 0);
+    for chunk in pieces_of(input, piece) {
+        buf.extend_from_slice(chunk);
+        while let Some(frame) = codec.decode(&mut buf).unwrap() {
+            t.0 += 1;
+            t.1 += len(&frame);
+            black_box(frame);
+        }
+    }
+    t
+}
+
+/// Lower bound for lines: memchr over the unsearched part, split, freeze.
+fn manual_lines(input: &[u8], piece: usize) -> Tally {
+    let mut buf = BytesMut::new();
+    let mut t = (0, 0);
+    let mut searched = 0;
+    for chunk in pieces_of(input, piece) {
+        buf.extend_from_slice(chunk);
+        while let Some(i) = memchr::memchr(b'\n', &buf[searched..]) {
+            let mut line = buf.split_to(searched + i + 1).freeze();
+            line.truncate(searched + i);
+            searched = 0;
+            tally(&mut t, &line);
+            black_box(line);
+        }
+        searched = buf.len();
+    }
+    t
+}
+
+/// bytes-handoff's `HandoffBuffer`, as its README shows: read what is
+/// available, find the newline, `split_prefix` (default policy: frames up to
+/// 256 bytes are copied out).
+fn handoff_lines(input: &[u8], piece: usize) -> Tally {
+    let mut reader = Pieces::new(input, piece);
+    let mut buf = bytes_handoff::HandoffBuffer::new(8 << 20);
+    let mut t = (0, 0);
+    while !reader.is_empty() {
+        block_on(buf.read_available(&mut reader)).unwrap();
+        while let Some(i) = memchr::memchr(b'\n', buf.peek()) {
+            let mut line = buf.split_prefix(i + 1).unwrap();
+            line.truncate(i);
+            tally(&mut t, &line);
+            black_box(line);
+        }
+    }
+    t
+}
+
+/// Lower bound for length-prefixed frames.
+fn manual_length(input: &[u8], piece: usize) -> Tally {
+    let mut buf = BytesMut::new();
+    let mut t = (0, 0);
+    for chunk in pieces_of(input, piece) {
+        buf.extend_from_slice(chunk);
+        while buf.len() >= 4 {
+            let n = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+            if buf.len() < 4 + n {
+                break;
+            }
+            buf.advance(4);
+            let frame = buf.split_to(n).freeze();
+            tally(&mut t, &frame);
+            black_box(frame);
+        }
+    }
+    t
+}
+
+/// Lower bound for varint frames: inline LEB128, split, freeze.
+fn manual_varint(input: &[u8], piece: usize) -> Tally {
+    let mut buf = BytesMut::new();
+    let mut t = (0, 0);
+    for chunk in pieces_of(input, piece) {
+        buf.extend_from_slice(chunk);
+        loop {
+            let mut n = 0u64;
+            let mut head = 0;
+            for (i, &b) in buf.iter().take(10).enumerate() {
+                n |= u64::from(b & 0x7f) << (7 * i);
+                if b & 0x80 == 0 {
+                    head = i + 1;
+                    break;
+                }
+            }
+            if head == 0 || buf.len() < head + n as usize {
+                break;
+            }
+            buf.advance(head);
+            let frame = buf.split_to(n as usize).freeze();
+            tally(&mut t, &frame);
+            black_box(frame);
+        }
+    }
+    t
+}
+
+/// prost's length-delimiter helpers around the same split.
+fn prost_varint(input: &[u8], piece: usize) -> Tally {
+    let mut buf = BytesMut::new();
+    let mut t = (0, 0);
+    for chunk in pieces_of(input, piece) {
+        buf.extend_from_slice(chunk);
+        while let Ok(n) = prost::decode_length_delimiter(&buf[..]) {
+            let head = prost::length_delimiter_len(n);
+            if buf.len() < head + n {
+                break;
+            }
+            buf.advance(head);
+            let frame = buf.split_to(n).freeze();
+            tally(&mut t, &frame);
+            black_box(frame);
+        }
+    }
+    t
+}
+
+const MODES: [(&str, usize); 2] = [("coalesced", COALESCED), ("fragmented", FRAGMENTED)];
+
+/// Checks that every variant decodes the same frames before timing them.
+fn agree(name: &str, results: &[(&str, Tally)]) {
+    for (variant, t) in results {
+        assert_eq!(
+            *t, results[0].1,
+            "{name}: {variant} disagrees with {}",
+            results[0].0
+        );
+    }
+}
+
+fn lines(c: &mut Criterion) {
+    let input = lines_input(16 * 1024, 64); // 1 MiB of 64-byte lines
+    let config = RecvBufConfig::default();
+    let bare = LinesConfig::default().strip_cr(false);
+    let mut group = c.benchmark_group("lines_64B_1MiB");
+    group.throughput(Throughput::Elements(16 * 1024));
+    for (mode, piece) in MODES {
+        agree(
+            "lines",
+            &[
+                ("manual", manual_lines(&input, piece)),
+                (
+                    "cleave",
+                    cleave_run(Lines::with_config(bare), config, &input, piece),
+                ),
+                ("handoff", handoff_lines(&input, piece)),
+                (
+                    "LinesCodec",
+                    tokio_run(
+                        tokio_util::codec::LinesCodec::new(),
+                        &input,
+                        piece,
+                        String::len,
+                    ),
+                ),
+            ],
+        );
+        group.bench_function(BenchmarkId::new("manual_bytesmut", mode), |b| {
+            b.iter(|| manual_lines(&input, piece))
+        });
+        group.bench_function(BenchmarkId::new("cleave_lines", mode), |b| {
+            b.iter(|| cleave_run(Lines::with_config(bare), config, &input, piece))
+        });
+        group.bench_function(BenchmarkId::new("cleave_lines_strip_cr", mode), |b| {
+            b.iter(|| cleave_run(Lines::new(), config, &input, piece))
+        });
+        group.bench_function(BenchmarkId::new("cleave_lines_utf8", mode), |b| {
+            b.iter(|| cleave_run(Lines::with_config(bare.utf8(true)), config, &input, piece))
+        });
+        group.bench_function(BenchmarkId::new("handoff_buffer", mode), |b| {
+            b.iter(|| handoff_lines(&input, piece))
+        });
+        group.bench_function(BenchmarkId::new("tokio_lines_codec", mode), |b| {
+            b.iter(|| {
+                tokio_run(
+                    tokio_util::codec::LinesCodec::new(),
+                    &input,
+                    piece,
+                    String::len,
+                )
+            })
+        });
+        group.bench_function(BenchmarkId::new("tokio_any_delimiter", mode), |b| {
+            b.iter(|| {
+                let codec =
+                    tokio_util::codec::AnyDelimiterCodec::new(b"\n".to_vec(), b"\n".to_vec());
+                tokio_run(codec, &input, piece, Bytes::len)
+            })
+        });
+    }
+    group.finish();
+}
+
+fn length_prefixed(c: &mut Criterion) {
+    for body in [24usize, 1024] {
+        let count = 100_000;
+        let input = length_input(count, body);
+        let config = RecvBufConfig::default();
+        let mut group = c.benchmark_group(format!("length_{body}B_x100k"));
+        group.throughput(Throughput::Elements(count as u64));
+        if body > 100 {
+            group.sample_size(10);
+        }
+        for (mode, piece) in MODES {
+            let tokio_codec = tokio_util::codec::LengthDelimitedCodec::new;
+            agree(
+                "length",
+                &[
+                    ("manual", manual_length(&input, piece)),
+                    (
+                        "cleave",
+                        cleave_run(LengthPrefixed::new(), config, &input, piece),
+                    ),
+                    (
+                        "tokio",
+                        tokio_run(tokio_codec(), &input, piece, BytesMut::len),
+                    ),
+                ],
+            );
+            group.bench_function(BenchmarkId::new("manual_bytesmut", mode), |b| {
+                b.iter(|| manual_length(&input, piece))
+            });
+            group.bench_function(BenchmarkId::new("cleave_length_prefixed", mode), |b| {
+                b.iter(|| cleave_run(LengthPrefixed::new(), config, &input, piece))
+            });
+            group.bench_function(BenchmarkId::new("tokio_length_delimited", mode), |b| {
+                b.iter(|| tokio_run(tokio_codec(), &input, piece, BytesMut::len))
+            });
+        }
+        group.finish();
+    }
+}
+
+fn varint(c: &mut Criterion) {
+    let count = 100_000;
+    let input = varint_input(count, 24);
+    let config = RecvBufConfig::default();
+    let mut group = c.benchmark_group("varint_24B_x100k");
+    group.throughput(Throughput::Elements(count as u64));
+    for (mode, piece) in MODES {
+        agree(
+            "varint",
+            &[
+                ("manual", manual_varint(&input, piece)),
+                ("cleave", cleave_run(Varint::new(), config, &input, piece)),
+                ("prost", prost_varint(&input, piece)),
+            ],
+        );
+        group.bench_function(BenchmarkId::new("manual_bytesmut", mode), |b| {
+            b.iter(|| manual_varint(&input, piece))
+        });
+        group.bench_function(BenchmarkId::new("cleave_varint", mode), |b| {
+            b.iter(|| cleave_run(Varint::new(), config, &input, piece))
+        });
+        group.bench_function(BenchmarkId::new("prost_delimiter", mode), |b| {
+            b.iter(|| prost_varint(&input, piece))
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = read;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = lines, length_prefixed, varint
+}
+criterion_main!(read);

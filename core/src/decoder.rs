@@ -1,5 +1,7 @@
 //! The decoder model every codec follows.
 
+use bytes::Bytes;
+
 use crate::error::Error;
 use crate::recv_buf::RecvBuf;
 
@@ -124,6 +126,26 @@ impl<D: Decoder> Iterator for Frames<'_, D> {
 
 impl<D: Decoder> core::iter::FusedIterator for Frames<'_, D> {}
 
+/// Where a complete frame lies at the front of the buffer: `skip` bytes of
+/// framing, the frame's `len` bytes, `trail` bytes of framing.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cut {
+    pub(crate) skip: usize,
+    pub(crate) len: usize,
+    pub(crate) trail: usize,
+}
+
+/// What one step of a codec found. Errors are stored in the codec's
+/// [`Latch`] where they are found, and the frame is cut only in `answer`:
+/// the hot path builds the `Bytes` once, in place, instead of moving it
+/// through layers of `Result`s.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Step {
+    Frame(Cut),
+    NeedMore,
+    Failed,
+}
+
 /// Makes a decoder's errors final, and turns a decoder that is stuck on a
 /// full buffer into an error instead of an endless "need more".
 #[derive(Clone, Debug, Default)]
@@ -141,18 +163,22 @@ impl Latch {
         }
     }
 
-    /// Records the outcome of one decoding step.
-    #[inline]
-    pub(crate) fn settle<T>(
-        &mut self,
-        step: Result<Option<T>, Error>,
-        buf: &RecvBuf,
-    ) -> Result<Option<T>, Error> {
+    /// Turns a step into `decode`'s answer.
+    #[inline(always)]
+    pub(crate) fn answer(&mut self, step: Step, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         match step {
-            Ok(None) if buf.is_full() => self.fail(buf.over_limit(buf.len() as u64 + 1)),
-            Err(e) => self.fail(e),
-            ok => ok,
+            Step::Frame(cut) => Ok(Some(buf.split_frame(cut.skip, cut.len, cut.trail))),
+            Step::NeedMore if buf.is_full() => self.fail(buf.over_limit(buf.len() as u64 + 1)),
+            Step::NeedMore => Ok(None),
+            Step::Failed => self.check().map(|()| None),
         }
+    }
+
+    /// Stores `e`, for a step that found it.
+    #[cold]
+    pub(crate) fn failed(&mut self, e: Error) -> Step {
+        self.error = Some(e);
+        Step::Failed
     }
 
     /// Stores `e` and returns it.
@@ -173,56 +199,54 @@ impl Latch {
     }
 }
 
-/// What a length-delimited decoder learned from a header, kept so that a
-/// frame arriving in pieces does not have its header parsed again.
+/// What a length-delimited decoder learned from a header, kept only while
+/// the frame waits for more bytes, so that a frame arriving in pieces does
+/// not have its header parsed again.
+///
+/// A frame that is complete when its header is parsed leaves no trace here:
+/// the hot path stores nothing per frame.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Header {
-    /// Stream offset of the frame the header belongs to.
-    at: u64,
-    /// Bytes from the start of the frame to the end of its header.
-    head: usize,
-    /// Bytes after the header (total = head + body).
-    body: usize,
-    valid: bool,
+    /// Stream offset of the waiting frame, its header length and its body
+    /// length (total = head + body).
+    waiting: Option<(u64, usize, usize)>,
 }
 
 impl Header {
     /// The header remembered for the frame at the front of `buf`, if any.
     #[inline]
     pub(crate) fn get(&self, buf: &RecvBuf) -> Option<(usize, usize)> {
-        (self.valid && self.at == buf.offset()).then_some((self.head, self.body))
+        match self.waiting {
+            Some((at, head, body)) if at == buf.offset() => Some((head, body)),
+            _ => None,
+        }
     }
 
-    #[inline]
-    pub(crate) fn set(&mut self, buf: &RecvBuf, head: usize, body: usize) {
-        *self = Self {
-            at: buf.offset(),
-            head,
-            body,
-            valid: true,
-        };
-    }
-
-    /// Cuts the frame whose header is known off `buf`, leaving out its first
-    /// `skip` bytes (`skip <= head`), once all of it has arrived.
+    /// The frame with this header, once all of it has arrived, less its
+    /// first `skip` bytes; until then the header is remembered.
     ///
     /// A frame that could never fit in the buffer is an error right away,
     /// instead of a wait that can only end in a full buffer.
     #[inline]
-    pub(crate) fn take(
+    pub(crate) fn complete(
         &mut self,
-        buf: &mut RecvBuf,
+        buf: &RecvBuf,
+        (head, body): (usize, usize),
         skip: usize,
-    ) -> Result<Option<bytes::Bytes>, Error> {
-        let total = self.head.saturating_add(self.body);
+        latch: &mut Latch,
+    ) -> Step {
+        let total = head.saturating_add(body);
         if total > buf.config().max_buffered_len() {
-            return Err(buf.over_limit(total as u64));
+            return latch.failed(buf.over_limit(total as u64));
         }
         if buf.len() < total {
-            return Ok(None);
+            self.waiting = Some((buf.offset(), head, body));
+            return Step::NeedMore;
         }
-        self.valid = false;
-        buf.advance(skip)?;
-        buf.split_to(total - skip).map(Some)
+        Step::Frame(Cut {
+            skip,
+            len: total - skip,
+            trail: 0,
+        })
     }
 }

@@ -110,6 +110,7 @@ impl RecvBufConfig {
     }
 
     /// See [`max_buffered`](Self::max_buffered).
+    #[inline]
     pub fn max_buffered_len(&self) -> usize {
         self.max_buffered
     }
@@ -252,26 +253,31 @@ impl RecvBuf {
     }
 
     /// The configuration.
+    #[inline]
     pub fn config(&self) -> &RecvBufConfig {
         &self.config
     }
 
     /// Bytes buffered and not consumed.
+    #[inline]
     pub fn len(&self) -> usize {
         self.filled
     }
 
     /// Whether nothing is buffered.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.filled == 0
     }
 
     /// Whether the buffer holds `max_buffered` bytes and can take no more.
+    #[inline]
     pub fn is_full(&self) -> bool {
         self.filled >= self.config.max_buffered
     }
 
     /// How many more bytes the buffer may take before it is full.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.config.max_buffered.saturating_sub(self.filled)
     }
@@ -286,6 +292,7 @@ impl RecvBuf {
 
     /// Stream offset of the first buffered byte: how many bytes were consumed
     /// (split, advanced or taken) since the buffer was made.
+    #[inline]
     pub fn offset(&self) -> u64 {
         self.offset
     }
@@ -297,6 +304,7 @@ impl RecvBuf {
     /// [`Error::LimitExceeded`] with [`Limit::Buffer`] if `data` does not fit
     /// under `max_buffered`. Nothing is appended then: consume some frames
     /// and feed again, or feed a shorter slice.
+    #[inline]
     pub fn feed(&mut self, data: &[u8]) -> Result<(), Error> {
         if data.len() > self.remaining() {
             return Err(self.over_limit(self.filled as u64 + data.len() as u64));
@@ -306,7 +314,9 @@ impl RecvBuf {
         if end <= self.buf.len() {
             self.buf[self.filled..end].copy_from_slice(data);
         } else {
-            self.make_room(data.len(), data.len());
+            if self.buf.capacity() < end {
+                self.make_room(data.len(), data.len());
+            }
             self.buf.truncate(self.filled);
             self.buf.extend_from_slice(data);
         }
@@ -370,6 +380,7 @@ impl RecvBuf {
     }
 
     /// The buffered bytes, without consuming them.
+    #[inline]
     pub fn peek(&self) -> &[u8] {
         &self.buf[..self.filled]
     }
@@ -383,17 +394,41 @@ impl RecvBuf {
     ///
     /// [`Misuse::OutOfBounds`] if fewer than `n` bytes are buffered; nothing
     /// changes then.
+    #[inline]
     pub fn split_to(&mut self, n: usize) -> Result<Bytes, Error> {
-        self.consume(n)?;
-        let frame = if n <= self.config.copy_frames_up_to {
-            let frame = Bytes::copy_from_slice(&self.buf[..n]);
+        if n > self.filled {
+            return Err(Error::out_of_bounds(n, self.filled));
+        }
+        Ok(self.split_frame(0, n, 0))
+    }
+
+    /// Consumes `skip + len + trail` bytes and returns the middle `len` as
+    /// the frame: the decoders' hot path, for lengths they have checked
+    /// against [`len`](Self::len). The framing around the frame is dropped
+    /// from the buffer, so the `Bytes` is built once and never changed.
+    #[inline(always)]
+    pub(crate) fn split_frame(&mut self, skip: usize, len: usize, trail: usize) -> Bytes {
+        let n = skip + len + trail;
+        debug_assert!(n <= self.filled);
+        // The spare region (after the buffered bytes) stays where it is.
+        self.filled -= n;
+        self.offset += n as u64;
+        let frame = if len <= self.config.copy_frames_up_to {
+            let frame = Bytes::copy_from_slice(&self.buf[skip..skip + len]);
             self.buf.advance(n);
             frame
         } else {
-            self.buf.split_to(n).freeze()
+            if skip > 0 {
+                self.buf.advance(skip);
+            }
+            let frame = self.buf.split_to(len).freeze();
+            if trail > 0 {
+                self.buf.advance(trail);
+            }
+            frame
         };
         self.release_if_idle();
-        Ok(frame)
+        frame
     }
 
     /// Drops the first `n` bytes (a delimiter, a header).
@@ -402,8 +437,13 @@ impl RecvBuf {
     ///
     /// [`Misuse::OutOfBounds`] if fewer than `n` bytes are buffered; nothing
     /// changes then.
+    #[inline]
     pub fn advance(&mut self, n: usize) -> Result<(), Error> {
-        self.consume(n)?;
+        if n > self.filled {
+            return Err(Error::out_of_bounds(n, self.filled));
+        }
+        self.filled -= n;
+        self.offset += n as u64;
         self.buf.advance(n);
         self.release_if_idle();
         Ok(())
@@ -414,7 +454,6 @@ impl RecvBuf {
     /// empty and usable.
     pub fn take_tail(&mut self) -> Bytes {
         let n = self.filled;
-        self.spare = 0;
         self.filled = 0;
         self.offset += n as u64;
         let tail = self.buf.split_to(n).freeze();
@@ -447,20 +486,11 @@ impl RecvBuf {
         }
     }
 
-    /// Accounts for `n` bytes leaving the front.
-    fn consume(&mut self, n: usize) -> Result<(), Error> {
-        if n > self.filled {
-            return Err(Error::out_of_bounds(n, self.filled));
-        }
-        self.spare = 0;
-        self.filled -= n;
-        self.offset += n as u64;
-        Ok(())
-    }
-
+    #[inline]
     fn release_if_idle(&mut self) {
         if self.filled == 0 && self.buf.capacity() > self.config.idle_capacity {
             self.buf = BytesMut::new();
+            self.spare = 0;
         }
     }
 
@@ -473,6 +503,7 @@ impl RecvBuf {
     /// not much larger than needed (a block a huge frame left is dropped).
     /// Small feeds so share one block instead of allocating each time, and
     /// the buffer is never more than one read reserve ahead of its input.
+    #[cold]
     fn make_room(&mut self, want: usize, at_least: usize) {
         if self.buf.capacity() - self.filled >= at_least {
             return;

@@ -29,7 +29,7 @@
 
 use bytes::Bytes;
 
-use crate::decoder::{Decoder, Header, Latch};
+use crate::decoder::{Decoder, Header, Latch, Step};
 use crate::error::{Error, InvalidInput, Limit};
 use crate::recv_buf::RecvBuf;
 
@@ -245,33 +245,46 @@ impl LengthPrefixed {
         &self.config
     }
 
-    fn step(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
-        if self.header.get(buf).is_none() {
-            let head = self.config.header_len();
-            let data = buf.peek();
-            if data.len() < head {
-                return Ok(None);
+    /// Finds the complete frame at the front of `buf`, if there is one.
+    #[inline]
+    fn step(&mut self, buf: &RecvBuf) -> Step {
+        let header = match self.header.get(buf) {
+            Some(header) => header,
+            None => {
+                let head = self.config.header_len();
+                let data = buf.peek();
+                if data.len() < head {
+                    return Step::NeedMore;
+                }
+                let declared = read_uint(&data[self.config.offset..head], self.config.endian);
+                match self.body_len(declared, buf) {
+                    Ok(body) => (head, body),
+                    Err(e) => return self.latch.failed(e),
+                }
             }
-            let declared = read_uint(&data[self.config.offset..head], self.config.endian);
-            let body = self.body_len(declared, buf)?;
-            self.header.set(buf, head, body);
-        }
-        self.header.take(buf, self.skip)
+        };
+        self.header
+            .complete(buf, header, self.skip, &mut self.latch)
     }
 
     /// The body length a field value declares, checked against the limit.
     fn body_len(&self, declared: u64, buf: &RecvBuf) -> Result<usize, Error> {
-        let body = i128::from(declared) + i128::from(self.config.adjustment);
-        if body < 0 {
-            return Err(Error::InvalidInput {
-                kind: InvalidInput::NegativeLength {
-                    declared,
-                    adjustment: self.config.adjustment,
-                },
-                offset: buf.offset() + self.config.offset as u64,
-            });
-        }
-        let body = u64::try_from(body).unwrap_or(u64::MAX);
+        let adjustment = self.config.adjustment;
+        let body = match declared.checked_add_signed(adjustment) {
+            Some(body) => body,
+            // Only a negative adjustment can go below zero; a positive one
+            // that overflows is simply too long.
+            None if adjustment < 0 => {
+                return Err(Error::InvalidInput {
+                    kind: InvalidInput::NegativeLength {
+                        declared,
+                        adjustment,
+                    },
+                    offset: buf.offset() + self.config.offset as u64,
+                })
+            }
+            None => u64::MAX,
+        };
         if body > self.config.max_frame {
             return Err(Error::LimitExceeded {
                 limit: Limit::FrameLength,
@@ -281,24 +294,24 @@ impl LengthPrefixed {
             });
         }
         // On targets where it does not fit in usize it cannot fit in the
-        // buffer either; `Header::take` reports that.
+        // buffer either; `Header::complete` reports that.
         Ok(usize::try_from(body).unwrap_or(usize::MAX))
     }
 }
 
 /// Reads an unsigned integer of 1 to 8 bytes.
+///
+/// The common widths get fixed-size loads; the others a byte loop (a
+/// variable-length copy would be a `memcpy` call per frame).
 #[inline]
 fn read_uint(field: &[u8], endian: Endian) -> u64 {
-    let mut wide = [0u8; 8];
-    match endian {
-        Endian::Big => {
-            wide[8 - field.len()..].copy_from_slice(field);
-            u64::from_be_bytes(wide)
-        }
-        Endian::Little => {
-            wide[..field.len()].copy_from_slice(field);
-            u64::from_le_bytes(wide)
-        }
+    match (field, endian) {
+        (&[a, b, c, d], Endian::Big) => u64::from(u32::from_be_bytes([a, b, c, d])),
+        (&[a, b, c, d], Endian::Little) => u64::from(u32::from_le_bytes([a, b, c, d])),
+        (&[a, b], Endian::Big) => u64::from(u16::from_be_bytes([a, b])),
+        (&[a, b], Endian::Little) => u64::from(u16::from_le_bytes([a, b])),
+        (_, Endian::Big) => field.iter().fold(0, |n, &b| n << 8 | u64::from(b)),
+        (_, Endian::Little) => field.iter().rev().fold(0, |n, &b| n << 8 | u64::from(b)),
     }
 }
 
@@ -311,10 +324,11 @@ impl Decoder for LengthPrefixed {
     /// [`Limit::Buffer`] for a frame that could never fit in the buffer,
     /// [`InvalidInput::NegativeLength`] when the adjustment takes the length
     /// below zero. All are reported as soon as the header has arrived.
+    #[inline]
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
         let step = self.step(buf);
-        self.latch.settle(step, buf)
+        self.latch.answer(step, buf)
     }
 
     fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {

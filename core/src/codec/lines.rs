@@ -12,7 +12,7 @@
 
 use bytes::Bytes;
 
-use crate::decoder::{Decoder, Latch};
+use crate::decoder::{Cut, Decoder, Latch, Step};
 use crate::error::{Error, InvalidInput, Limit};
 use crate::recv_buf::RecvBuf;
 
@@ -166,57 +166,65 @@ impl Lines {
 
     /// How many leading bytes must hold a delimiter for the line to be
     /// within the limit: the line, an optional `\r`, the delimiter.
+    #[inline]
     fn window(&self) -> usize {
         self.config
             .max_length
             .saturating_add(1 + usize::from(self.config.strip_cr))
     }
 
-    fn step(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
-        if self.searched_at != buf.offset() {
-            self.searched = 0;
-            self.searched_at = buf.offset();
-        }
+    /// Finds the complete line at the front of `buf`, if there is one.
+    #[inline]
+    fn step(&mut self, buf: &RecvBuf) -> Step {
         let data = buf.peek();
         let window = self.window();
         let end = data.len().min(window);
-        let start = self.searched.min(end);
+        // Resume where the last search of this line stopped; a line found
+        // right away leaves nothing to remember.
+        let start = if self.searched_at == buf.offset() {
+            self.searched.min(end)
+        } else {
+            0
+        };
         match memchr::memchr(self.config.delimiter, &data[start..end]) {
-            Some(i) => {
-                self.searched = 0;
-                self.cut(buf, start + i, 1).map(Some)
-            }
+            Some(i) => self.line(buf, start + i, 1),
             None if data.len() >= window => {
-                Err(self.too_long(buf, self.config.max_length.saturating_add(1)))
+                let e = self.too_long(buf, self.config.max_length.saturating_add(1));
+                self.latch.failed(e)
             }
             None => {
                 self.searched = end;
-                Ok(None)
+                self.searched_at = buf.offset();
+                Step::NeedMore
             }
         }
     }
 
-    /// Cuts the line that ends at `end` (the delimiter's index, or the
-    /// buffer's length at end of stream) and consumes `delimiter` more bytes.
-    fn cut(&self, buf: &mut RecvBuf, end: usize, delimiter: usize) -> Result<Bytes, Error> {
+    /// Checks the line that ends at `end` (the delimiter's index, or the
+    /// buffer's length at end of stream), followed by `delimiter` bytes.
+    #[inline(always)]
+    fn line(&mut self, buf: &RecvBuf, end: usize, delimiter: usize) -> Step {
         let data = buf.peek();
         let mut len = end;
         if self.config.strip_cr && len > 0 && data[len - 1] == b'\r' {
             len -= 1;
         }
         if len > self.config.max_length {
-            return Err(self.too_long(buf, len));
+            let e = self.too_long(buf, len);
+            return self.latch.failed(e);
         }
         if self.config.utf8 && simdutf8::basic::from_utf8(&data[..len]).is_err() {
             let valid = core::str::from_utf8(&data[..len]).map_or_else(|e| e.valid_up_to(), |_| 0);
-            return Err(Error::InvalidInput {
+            return self.latch.failed(Error::InvalidInput {
                 kind: InvalidInput::Utf8,
                 offset: buf.offset() + valid as u64,
             });
         }
-        let mut line = buf.split_to(end + delimiter)?;
-        line.truncate(len);
-        Ok(line)
+        Step::Frame(Cut {
+            skip: 0,
+            len,
+            trail: end + delimiter - len,
+        })
     }
 
     /// The error for a line of (at least) `attempted` bytes.
@@ -239,10 +247,11 @@ impl Decoder for Lines {
     /// line's length when its delimiter was seen, else `max + 1`: at least
     /// that long); [`InvalidInput::Utf8`] when UTF-8 is required and the line
     /// is not.
+    #[inline]
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
         let step = self.step(buf);
-        self.latch.settle(step, buf)
+        self.latch.answer(step, buf)
     }
 
     fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
@@ -250,8 +259,8 @@ impl Decoder for Lines {
             return Ok(Some(line));
         }
         if self.config.unterminated_last_line && !buf.is_empty() {
-            let line = self.cut(buf, buf.len(), 0).map(Some);
-            return self.latch.settle(line, buf);
+            let step = self.line(buf, buf.len(), 0);
+            return self.latch.answer(step, buf);
         }
         self.latch.finish(buf)
     }

@@ -17,7 +17,7 @@
 use bytes::Bytes;
 
 use crate::codec::length::DEFAULT_MAX_FRAME_LENGTH;
-use crate::decoder::{Decoder, Header, Latch};
+use crate::decoder::{Decoder, Header, Latch, Step};
 use crate::error::{Error, InvalidInput, Limit};
 use crate::recv_buf::RecvBuf;
 
@@ -97,35 +97,33 @@ impl Varint {
         &self.config
     }
 
-    fn step(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
-        let head = match self.header.get(buf) {
-            Some((head, _)) => head,
-            None => {
-                let parsed = parse(buf.peek(), self.config.allow_non_minimal);
-                let (value, head) = match parsed {
-                    Ok(Some(found)) => found,
-                    Ok(None) => return Ok(None),
-                    Err((kind, at)) => {
-                        return Err(Error::InvalidInput {
-                            kind,
-                            offset: buf.offset() + at as u64,
-                        })
-                    }
-                };
-                if value > self.config.max_frame {
-                    return Err(Error::LimitExceeded {
+    /// Finds the complete frame at the front of `buf`, if there is one.
+    #[inline]
+    fn step(&mut self, buf: &RecvBuf) -> Step {
+        let header = match self.header.get(buf) {
+            Some(header) => header,
+            None => match parse(buf.peek(), self.config.allow_non_minimal) {
+                Ok(Some((value, head))) if value <= self.config.max_frame => {
+                    (head, usize::try_from(value).unwrap_or(usize::MAX))
+                }
+                Ok(Some((value, _))) => {
+                    return self.latch.failed(Error::LimitExceeded {
                         limit: Limit::FrameLength,
                         max: self.config.max_frame,
                         attempted: value,
                         offset: buf.offset(),
-                    });
+                    })
                 }
-                let body = usize::try_from(value).unwrap_or(usize::MAX);
-                self.header.set(buf, head, body);
-                head
-            }
+                Ok(None) => return Step::NeedMore,
+                Err((kind, at)) => {
+                    return self.latch.failed(Error::InvalidInput {
+                        kind,
+                        offset: buf.offset() + at as u64,
+                    })
+                }
+            },
         };
-        self.header.take(buf, head)
+        self.header.complete(buf, header, header.0, &mut self.latch)
     }
 }
 
@@ -166,10 +164,11 @@ impl Decoder for Varint {
     /// [`InvalidInput::VarintNotMinimal`] for bad lengths (the offset points
     /// at the byte that shows it); [`Limit::FrameLength`] and
     /// [`Limit::Buffer`] as for [`LengthPrefixed`](crate::LengthPrefixed).
+    #[inline]
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
         let step = self.step(buf);
-        self.latch.settle(step, buf)
+        self.latch.answer(step, buf)
     }
 
     fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
