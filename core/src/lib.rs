@@ -74,6 +74,8 @@
 )]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+extern crate alloc;
+
 pub mod codec;
 mod decoder;
 mod error;

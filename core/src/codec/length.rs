@@ -246,7 +246,7 @@ impl LengthPrefixed {
     }
 
     /// Finds the complete frame at the front of `buf`, if there is one.
-    #[inline]
+    #[inline(always)]
     fn step(&mut self, buf: &RecvBuf) -> Step {
         let header = match self.header.get(buf) {
             Some(header) => header,
@@ -324,7 +324,7 @@ impl Decoder for LengthPrefixed {
     /// [`Limit::Buffer`] for a frame that could never fit in the buffer,
     /// [`InvalidInput::NegativeLength`] when the adjustment takes the length
     /// below zero. All are reported as soon as the header has arrived.
-    #[inline]
+    #[inline(always)]
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
         let step = self.step(buf);

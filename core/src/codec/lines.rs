@@ -174,7 +174,7 @@ impl Lines {
     }
 
     /// Finds the complete line at the front of `buf`, if there is one.
-    #[inline]
+    #[inline(always)]
     fn step(&mut self, buf: &RecvBuf) -> Step {
         let data = buf.peek();
         let window = self.window();
@@ -247,7 +247,7 @@ impl Decoder for Lines {
     /// line's length when its delimiter was seen, else `max + 1`: at least
     /// that long); [`InvalidInput::Utf8`] when UTF-8 is required and the line
     /// is not.
-    #[inline]
+    #[inline(always)]
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
         let step = self.step(buf);

@@ -98,7 +98,7 @@ impl Varint {
     }
 
     /// Finds the complete frame at the front of `buf`, if there is one.
-    #[inline]
+    #[inline(always)]
     fn step(&mut self, buf: &RecvBuf) -> Step {
         let header = match self.header.get(buf) {
             Some(header) => header,
@@ -164,7 +164,7 @@ impl Decoder for Varint {
     /// [`InvalidInput::VarintNotMinimal`] for bad lengths (the offset points
     /// at the byte that shows it); [`Limit::FrameLength`] and
     /// [`Limit::Buffer`] as for [`LengthPrefixed`](crate::LengthPrefixed).
-    #[inline]
+    #[inline(always)]
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
         let step = self.step(buf);
