@@ -90,3 +90,8 @@ pub use error::{Error, Fault, InvalidInput, Limit, Misuse, Rejected};
 pub use recv_buf::{
     RecvBuf, RecvBufConfig, DEFAULT_IDLE_CAPACITY, DEFAULT_MAX_BUFFERED, DEFAULT_READ_RESERVE,
 };
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -188,6 +188,8 @@ impl LengthConfig {
 #[derive(Clone, Debug)]
 pub struct LengthPrefixed {
     config: LengthConfig,
+    /// Header length and bytes to skip, worked out once.
+    head: usize,
     skip: usize,
     header: Header,
     latch: Latch,
@@ -233,6 +235,7 @@ impl LengthPrefixed {
 
     fn from_valid(config: LengthConfig) -> Self {
         Self {
+            head: config.header_len(),
             skip: config.skip.unwrap_or(config.header_len()),
             config,
             header: Header::default(),
@@ -251,7 +254,7 @@ impl LengthPrefixed {
         let header = match self.header.get(buf) {
             Some(header) => header,
             None => {
-                let head = self.config.header_len();
+                let head = self.head;
                 let data = buf.peek();
                 if data.len() < head {
                     return Step::NeedMore;
