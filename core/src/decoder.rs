@@ -178,6 +178,21 @@ impl Latch {
         }
     }
 
+    /// Turns a step into `decode_eof`'s answer: as `answer`, except that
+    /// needing more means the stream ended inside a frame (a full buffer is
+    /// no longer a reason to fail: nothing more is coming).
+    #[inline]
+    pub(crate) fn answer_eof(
+        &mut self,
+        step: Step,
+        buf: &mut RecvBuf,
+    ) -> Result<Option<Bytes>, Error> {
+        match step {
+            Step::NeedMore => self.finish(buf),
+            step => self.answer(step, buf),
+        }
+    }
+
     /// Stores `e`, for a step that found it.
     #[inline]
     pub(crate) fn failed(&mut self, e: Error) -> Step {
@@ -206,64 +221,46 @@ impl Latch {
 
 /// A copy of `e` on the heap, made out of line.
 ///
-/// Errors leave `decode` through this box on purpose: an `Error` returned
-/// from a call goes through memory, and a frame merged with it into one
-/// `Result` then costs a store-forwarding stall on every frame (measured:
-/// +60% on 24-byte frames). Errors are final and rare; the box is not.
+/// Errors are cloned by this cold call and come back as a pointer, on
+/// purpose: an `Error` returned by value from a call is written through
+/// memory, and once one path of `decode` does that, the frames on the hot
+/// path go through memory too and the caller's reload of each stalls on
+/// store forwarding (measured: +60% on 24-byte frames). Errors are final
+/// and rare; one allocation each is nothing.
 #[cold]
 #[inline(never)]
 fn boxed(e: &Error) -> Box<Error> {
     Box::new(e.clone())
 }
 
-/// What a length-delimited decoder learned from a header, kept only while
-/// the frame waits for more bytes, so that a frame arriving in pieces does
-/// not have its header parsed again.
+/// The frame whose header says it is `head + body` bytes long, once all of
+/// it has arrived, less its first `skip` bytes (`skip <= head`).
 ///
-/// A frame that is complete when its header is parsed leaves no trace here:
-/// the hot path stores nothing per frame.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Header {
-    /// Stream offset of the waiting frame, its header length and its body
-    /// length (total = head + body).
-    waiting: Option<(u64, usize, usize)>,
-}
-
-impl Header {
-    /// The header remembered for the frame at the front of `buf`, if any.
-    #[inline]
-    pub(crate) fn get(&self, buf: &RecvBuf) -> Option<(usize, usize)> {
-        match self.waiting {
-            Some((at, head, body)) if at == buf.offset() => Some((head, body)),
-            _ => None,
-        }
+/// A frame that could never fit in the buffer is an error right away,
+/// instead of a wait that can only end in a full buffer. Headers are cheap
+/// to parse, so nothing is remembered between calls: a frame arriving in
+/// pieces has its header read again, and no state can go stale.
+#[inline(always)]
+pub(crate) fn complete(
+    buf: &RecvBuf,
+    head: usize,
+    body: u64,
+    skip: usize,
+    latch: &mut Latch,
+) -> Step {
+    let total = (head as u64).saturating_add(body);
+    let Some(total) = usize::try_from(total)
+        .ok()
+        .filter(|&total| total <= buf.config().max_buffered_len())
+    else {
+        return latch.failed(buf.over_limit(total));
+    };
+    if buf.len() < total {
+        return Step::NeedMore;
     }
-
-    /// The frame with this header, once all of it has arrived, less its
-    /// first `skip` bytes; until then the header is remembered.
-    ///
-    /// A frame that could never fit in the buffer is an error right away,
-    /// instead of a wait that can only end in a full buffer.
-    #[inline]
-    pub(crate) fn complete(
-        &mut self,
-        buf: &RecvBuf,
-        (head, body): (usize, usize),
-        skip: usize,
-        latch: &mut Latch,
-    ) -> Step {
-        let total = head.saturating_add(body);
-        if total > buf.config().max_buffered_len() {
-            return latch.failed(buf.over_limit(total as u64));
-        }
-        if buf.len() < total {
-            self.waiting = Some((buf.offset(), head, body));
-            return Step::NeedMore;
-        }
-        Step::Frame(Cut {
-            skip,
-            len: total - skip,
-            trail: 0,
-        })
-    }
+    Step::Frame(Cut {
+        skip,
+        len: total - skip,
+        trail: 0,
+    })
 }

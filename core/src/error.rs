@@ -47,8 +47,9 @@ pub enum Error {
     /// The stream ended inside a frame.
     ///
     /// `partial` holds every byte after the last complete frame, header bytes
-    /// included; they have been taken out of the buffer, so they live here and
-    /// nowhere else.
+    /// included. They have been taken out of the buffer; later calls return
+    /// the same error with the same bytes (another handle to them, not a
+    /// copy), so take them from the first one.
     Truncated {
         /// The bytes of the incomplete frame.
         partial: Bytes,
@@ -78,8 +79,9 @@ pub enum InvalidInput {
     /// A frame that must be UTF-8 is not; the offset points at the first
     /// invalid byte.
     Utf8,
-    /// A length field plus the configured length adjustment is negative.
-    NegativeLength {
+    /// A length field plus the configured length adjustment is below zero
+    /// or past `u64::MAX`.
+    LengthOutOfRange {
         /// The value of the length field as sent.
         declared: u64,
         /// The configured adjustment.
@@ -211,12 +213,12 @@ impl fmt::Display for InvalidInput {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Utf8 => f.write_str("frame is not valid UTF-8"),
-            Self::NegativeLength {
+            Self::LengthOutOfRange {
                 declared,
                 adjustment,
             } => write!(
                 f,
-                "length field {declared} with adjustment {adjustment} gives a negative length"
+                "length field {declared} with adjustment {adjustment} is out of range"
             ),
             Self::VarintTooLong => f.write_str("varint longer than 10 bytes"),
             Self::VarintOverflow => f.write_str("varint value does not fit in 64 bits"),

@@ -154,9 +154,13 @@ impl RecvBufConfig {
 ///   [`max_buffered`](RecvBufConfig::max_buffered) bytes: a feed that would
 ///   go past it is refused whole, and `spare_mut` never offers more room than
 ///   is left.
-/// - It grows only by what arrives: at most one
-///   [`read_reserve`](RecvBufConfig::read_reserve) ahead of the bytes that
-///   are buffered. Nothing a peer declares makes it reserve more.
+/// - It grows only with what arrives, never past `max_buffered`: by one
+///   [`read_reserve`](RecvBufConfig::read_reserve), or by as much as it
+///   already holds once that is more, so a frame that arrives in many reads
+///   is copied a bounded number of times per byte, not once per read. It
+///   holds at most twice what is buffered plus one read reserve (a reused
+///   block may be up to twice the `idle_capacity`); nothing a peer declares
+///   makes it reserve anything.
 /// - When it empties it gives back any allocation above
 ///   [`idle_capacity`](RecvBufConfig::idle_capacity), so idle connections
 ///   cost little and one huge frame does not pin its memory for ever.
@@ -187,6 +191,11 @@ pub struct RecvBuf {
     spare: usize,
     /// Stream offset of `buf[0]`: bytes consumed so far.
     offset: u64,
+    /// A decoder's note that the first `scan.2` buffered bytes hold no byte
+    /// `scan.1`, valid while the offset is still `scan.0`. It lives with the
+    /// bytes it describes, so a decoder moved to another buffer cannot
+    /// misread it.
+    scan: (u64, u8, usize),
     config: RecvBufConfig,
 }
 
@@ -220,6 +229,7 @@ impl RecvBuf {
             filled: 0,
             spare: 0,
             offset: 0,
+            scan: (0, 0, 0),
             config,
         }
     }
@@ -227,8 +237,9 @@ impl RecvBuf {
     /// A buffer that starts with bytes already read elsewhere, for example
     /// the tail another parser handed off.
     ///
-    /// No copy is made when `tail` is the only handle to its memory;
-    /// otherwise it is copied once.
+    /// No copy is made when `tail` is the only handle to its memory and that
+    /// memory is not much larger than the tail; otherwise it is copied once,
+    /// so a small tail never keeps a large block alive.
     ///
     /// # Errors
     ///
@@ -244,7 +255,11 @@ impl RecvBuf {
             };
             return Err(Rejected::new(error, tail));
         }
-        let buf = BytesMut::from(tail);
+        let mut buf = BytesMut::from(tail);
+        let fits = buf.len().saturating_add(config.read_reserve);
+        if buf.capacity() > fits.max(config.idle_capacity).saturating_mul(2) {
+            buf = BytesMut::from(&buf[..]);
+        }
         Ok(Self {
             filled: buf.len(),
             buf,
@@ -496,20 +511,27 @@ impl RecvBuf {
 
     /// Makes room after the buffered bytes: nothing to do if the current
     /// block has `at_least` left; else `want` (or at least `at_least`) from
-    /// the block reused, else a new block of what is buffered plus
-    /// `max(want, read_reserve)` (the buffered bytes move there).
+    /// the block reused, else a new block. Callers keep `want` within
+    /// [`remaining`](Self::remaining).
     ///
-    /// A block is reused when the frames split from it are gone and it is
-    /// not much larger than needed (a block a huge frame left is dropped).
-    /// Small feeds so share one block instead of allocating each time, and
-    /// the buffer is never more than one read reserve ahead of its input.
+    /// A new block holds the buffered bytes plus the larger of `want`, a
+    /// read reserve and what is buffered (doubling keeps the copying of a
+    /// long frame linear), clamped to the limit. A block is reused when the
+    /// frames split from it are gone and it is not much larger than needed
+    /// (a block a huge frame left is dropped). Small feeds so share one
+    /// block instead of allocating each time.
     #[cold]
     fn make_room(&mut self, want: usize, at_least: usize) {
         if self.buf.capacity() - self.filled >= at_least {
             return;
         }
         self.buf.truncate(self.filled);
-        let need = self.filled + want.max(self.config.read_reserve);
+        let grow = want
+            .max(self.config.read_reserve)
+            .max(self.filled)
+            .min(self.remaining())
+            .max(want);
+        let need = self.filled + grow;
         let keep_limit = need.max(self.config.idle_capacity).saturating_mul(2);
         let reused = (self.buf.try_reclaim(want) || self.buf.try_reclaim(at_least))
             && self.buf.capacity() <= keep_limit;
@@ -518,6 +540,21 @@ impl RecvBuf {
             fresh.extend_from_slice(&self.buf);
             self.buf = fresh;
         }
+    }
+
+    /// How many leading bytes a decoder noted to hold no `byte`.
+    #[inline]
+    pub(crate) fn scanned(&self, byte: u8) -> usize {
+        match self.scan {
+            (at, b, len) if at == self.offset && b == byte => len.min(self.filled),
+            _ => 0,
+        }
+    }
+
+    /// Notes that the first `len` buffered bytes hold no `byte`.
+    #[inline]
+    pub(crate) fn set_scanned(&mut self, byte: u8, len: usize) {
+        self.scan = (self.offset, byte, len);
     }
 }
 

@@ -7,9 +7,9 @@ mod harness;
 
 use cleave::{
     Bytes, Decoder, Endian, Error, InvalidInput, LengthConfig, LengthPrefixed, Limit, RecvBuf,
-    RecvBufConfig,
+    RecvBufConfig, Varint,
 };
-use harness::{assert_chunking_invariant, assert_conserved, pieces, run};
+use harness::{assert_chunking_invariant, assert_conserved, pieces, run, Placement};
 use proptest::prelude::*;
 use tokio_util::codec::Decoder as _;
 
@@ -117,7 +117,7 @@ proptest! {
             input.extend_from_slice(&wire);
         }
         let make = || LengthPrefixed::with_config(layout.config()).unwrap();
-        let run = assert_chunking_invariant(make, buf_config(), &input, &sizes);
+        let run = assert_chunking_invariant(make, buf_config(), &input, &sizes, Placement::Tail);
         prop_assert_eq!(run.frames(), expected);
         prop_assert_eq!(run.outcome, Ok(()));
     }
@@ -159,7 +159,7 @@ proptest! {
         sizes in prop::collection::vec(1usize..32, 1..8),
     ) {
         let config = layout.config().max_frame_length(max);
-        let run = assert_chunking_invariant(|| LengthPrefixed::with_config(config).unwrap(), buf_config(), &input, &sizes);
+        let run = assert_chunking_invariant(|| LengthPrefixed::with_config(config).unwrap(), buf_config(), &input, &sizes, Placement::Tail);
         for cut in &run.cuts {
             // overhead is exactly the skipped bytes
             prop_assert_eq!((cut.end - cut.start) as usize - cut.frame.len(), layout.skip_len());
@@ -249,22 +249,69 @@ fn declared_4_gib_within_limits_waits_without_reserving_it() {
 }
 
 #[test]
-fn negative_adjusted_length_is_invalid_input_at_the_field() {
-    let config = LengthConfig::default().field_offset(1).adjustment(-10);
+fn adjusted_length_out_of_range_is_invalid_input_at_the_field() {
+    let mut dec =
+        LengthPrefixed::with_config(LengthConfig::default().field_offset(1).adjustment(-10))
+            .unwrap();
     let mut buf = RecvBuf::new();
     buf.feed(b"\xff\0\0\0\x04rest").unwrap();
-    let mut dec = LengthPrefixed::with_config(config).unwrap();
-    let err = dec.decode(&mut buf).unwrap_err();
     assert_eq!(
-        err,
-        Error::InvalidInput {
-            kind: InvalidInput::NegativeLength {
+        dec.decode(&mut buf),
+        Err(Error::InvalidInput {
+            kind: InvalidInput::LengthOutOfRange {
                 declared: 4,
                 adjustment: -10
             },
             offset: 1
-        }
+        })
     );
+
+    // Past u64::MAX, even with no frame limit: a peer error, not a limit.
+    let config = LengthConfig::default()
+        .field_width(8)
+        .unwrap()
+        .adjustment(1)
+        .max_frame_length(u64::MAX);
+    let mut dec = LengthPrefixed::with_config(config).unwrap();
+    let mut buf = RecvBuf::new();
+    buf.feed(&[0xff; 8]).unwrap();
+    assert_eq!(
+        dec.decode(&mut buf),
+        Err(Error::InvalidInput {
+            kind: InvalidInput::LengthOutOfRange {
+                declared: u64::MAX,
+                adjustment: 1
+            },
+            offset: 0
+        })
+    );
+}
+
+#[test]
+fn a_frame_that_can_never_fit_fails_on_its_header() {
+    let config = RecvBufConfig::default().max_buffered(6).unwrap();
+    let mut buf = RecvBuf::with_config(config);
+    buf.feed(b"\0\0\0\x09ab").unwrap();
+    assert_eq!(
+        LengthPrefixed::new().decode(&mut buf),
+        Err(Error::LimitExceeded {
+            limit: Limit::Buffer,
+            max: 6,
+            attempted: 13,
+            offset: 0
+        })
+    );
+}
+
+#[test]
+fn a_decoder_moved_to_a_fresh_buffer_starts_over() {
+    let mut dec = Varint::new();
+    let mut first = RecvBuf::new();
+    first.feed(b"\x05a").unwrap();
+    assert_eq!(dec.decode(&mut first), Ok(None));
+    let mut second = RecvBuf::new();
+    second.feed(b"\x01xABCD").unwrap();
+    assert_eq!(dec.decode(&mut second).unwrap().as_deref(), Some(&b"x"[..]));
 }
 
 #[test]
@@ -279,7 +326,7 @@ fn eof_mid_frame_returns_header_and_partial_body() {
             offset: 6
         })
     );
-    assert_conserved(input, &run);
+    assert_conserved(input, &run, Placement::Tail);
 }
 
 #[test]

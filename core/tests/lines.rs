@@ -7,7 +7,7 @@ mod harness;
 use cleave::{
     Bytes, Decoder, Error, InvalidInput, Limit, Lines, LinesConfig, RecvBuf, RecvBufConfig,
 };
-use harness::{assert_chunking_invariant, assert_conserved, pieces, run};
+use harness::{assert_chunking_invariant, assert_conserved, pieces, run, Placement};
 use proptest::prelude::*;
 
 fn config() -> RecvBufConfig {
@@ -58,7 +58,7 @@ proptest! {
     ) {
         let input = encode(&lines);
         let make = || Lines::with_config(LinesConfig::default().strip_cr(strip_cr));
-        let run = assert_chunking_invariant(make, config(), &input, &sizes);
+        let run = assert_chunking_invariant(make, config(), &input, &sizes, Placement::Head);
         prop_assert_eq!(run.frames(), expected(&lines, strip_cr));
         prop_assert_eq!(run.outcome, Ok(()));
     }
@@ -79,7 +79,7 @@ proptest! {
             .utf8(utf8)
             .delimiter(if nul { 0 } else { b'\n' })
             .unterminated_last_line(last_line);
-        let run = assert_chunking_invariant(|| Lines::with_config(config), self::config(), &input, &sizes);
+        let run = assert_chunking_invariant(|| Lines::with_config(config), self::config(), &input, &sizes, Placement::Head);
         for cut in &run.cuts {
             prop_assert!(cut.frame.len() <= max);
             // overhead: the delimiter, maybe a `\r`, nothing else
@@ -101,7 +101,7 @@ fn eof_mid_line_returns_the_partial_bytes() {
             offset: 8
         })
     );
-    assert_conserved(input, &run);
+    assert_conserved(input, &run, Placement::Head);
 }
 
 #[test]
@@ -185,4 +185,67 @@ fn consuming_behind_the_decoders_back_restarts_the_search() {
     buf.advance(3).unwrap();
     buf.feed(b"\n").unwrap();
     assert_eq!(lines.decode(&mut buf).unwrap().as_deref(), Some(&b""[..]));
+}
+
+#[test]
+fn a_line_over_the_limit_fails_as_soon_as_it_is_known() {
+    let mut lines = Lines::with_config(LinesConfig::default().max_length(3));
+    let mut buf = RecvBuf::new();
+    // `abc\r` may still be `abc` + CRLF: wait.
+    buf.feed(b"abc\r").unwrap();
+    assert_eq!(lines.decode(&mut buf), Ok(None));
+    buf.feed(b"\n").unwrap();
+    assert_eq!(
+        lines.decode(&mut buf).unwrap().as_deref(),
+        Some(&b"abc"[..])
+    );
+    // `abcd` cannot be a line of 3 whatever follows: fail now.
+    buf.feed(b"abcd").unwrap();
+    assert_eq!(
+        lines.decode(&mut buf),
+        Err(Error::LimitExceeded {
+            limit: Limit::LineLength,
+            max: 3,
+            attempted: 4,
+            offset: 5
+        })
+    );
+}
+
+#[test]
+fn end_of_stream_with_a_full_buffer_is_not_a_limit_error() {
+    let config = RecvBufConfig::default().max_buffered(4).unwrap();
+    let last_line = LinesConfig::default().unterminated_last_line(true);
+    let mut buf = RecvBuf::with_config(config);
+    buf.feed(b"abcd").unwrap();
+    let mut lines = Lines::with_config(last_line);
+    assert_eq!(
+        lines.decode_eof(&mut buf).unwrap().as_deref(),
+        Some(&b"abcd"[..])
+    );
+    assert_eq!(lines.decode_eof(&mut buf), Ok(None));
+
+    let mut buf = RecvBuf::with_config(config);
+    buf.feed(b"abcd").unwrap();
+    assert_eq!(
+        Lines::new().decode_eof(&mut buf),
+        Err(Error::Truncated {
+            partial: Bytes::from_static(b"abcd"),
+            offset: 0
+        })
+    );
+}
+
+#[test]
+fn a_decoder_moved_to_a_fresh_buffer_starts_over() {
+    let mut lines = Lines::new();
+    let mut first = RecvBuf::new();
+    first.feed(b"abc").unwrap();
+    assert_eq!(lines.decode(&mut first), Ok(None));
+    let mut second = RecvBuf::new();
+    second.feed(b"a\nbc").unwrap();
+    assert_eq!(
+        lines.decode(&mut second).unwrap().as_deref(),
+        Some(&b"a"[..])
+    );
 }

@@ -7,7 +7,7 @@ mod harness;
 use cleave::{
     Bytes, Decoder, Error, InvalidInput, Limit, RecvBuf, RecvBufConfig, Varint, VarintConfig,
 };
-use harness::{assert_chunking_invariant, assert_conserved, pieces, run};
+use harness::{assert_chunking_invariant, assert_conserved, pieces, run, Placement};
 use proptest::prelude::*;
 
 fn buf_config() -> RecvBufConfig {
@@ -35,7 +35,7 @@ proptest! {
             prost::encode_length_delimiter(body.len(), &mut input).unwrap();
             input.extend_from_slice(body);
         }
-        let run = assert_chunking_invariant(Varint::new, buf_config(), &input, &sizes);
+        let run = assert_chunking_invariant(Varint::new, buf_config(), &input, &sizes, Placement::Tail);
         let expected: Vec<Bytes> = bodies.into_iter().map(Bytes::from).collect();
         prop_assert_eq!(run.frames(), expected);
         prop_assert_eq!(run.outcome, Ok(()));
@@ -64,7 +64,7 @@ proptest! {
         sizes in prop::collection::vec(1usize..32, 1..8),
     ) {
         let config = VarintConfig::default().max_frame_length(max).allow_non_minimal(non_minimal);
-        let run = assert_chunking_invariant(|| Varint::with_config(config), buf_config(), &input, &sizes);
+        let run = assert_chunking_invariant(|| Varint::with_config(config), buf_config(), &input, &sizes, Placement::Tail);
         for cut in &run.cuts {
             let head = (cut.end - cut.start) as usize - cut.frame.len();
             prop_assert!((1..=10).contains(&head));
@@ -148,5 +148,5 @@ fn eof_mid_frame_returns_length_and_partial_body() {
             offset: 3
         })
     );
-    assert_conserved(input, &run);
+    assert_conserved(input, &run, Placement::Tail);
 }

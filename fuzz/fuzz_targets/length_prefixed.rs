@@ -34,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
         RecvBufConfig::default(),
         input,
         &sizes,
+        harness::Placement::Tail,
     );
     let skip = if knobs & 0x40 != 0 { usize::from(skip % 16) } else { config.header_len() };
     for cut in &run.cuts {

@@ -26,6 +26,7 @@ fuzz_target!(|data: &[u8]| {
         RecvBufConfig::default(),
         input,
         &sizes,
+        harness::Placement::Head,
     );
     for cut in &run.cuts {
         assert!(cut.frame.len() <= usize::from(max));

@@ -23,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
         RecvBufConfig::default(),
         input,
         &sizes,
+        harness::Placement::Tail,
     );
     for cut in &run.cuts {
         let head = (cut.end - cut.start) as usize - cut.frame.len();

@@ -29,7 +29,7 @@
 
 use bytes::Bytes;
 
-use crate::decoder::{Decoder, Header, Latch, Step};
+use crate::decoder::{complete, Decoder, Latch, Step};
 use crate::error::{Error, InvalidInput, Limit};
 use crate::recv_buf::RecvBuf;
 
@@ -191,7 +191,6 @@ pub struct LengthPrefixed {
     /// Header length and bytes to skip, worked out once.
     head: usize,
     skip: usize,
-    header: Header,
     latch: Latch,
 }
 
@@ -238,7 +237,6 @@ impl LengthPrefixed {
             head: config.header_len(),
             skip: config.skip.unwrap_or(config.header_len()),
             config,
-            header: Header::default(),
             latch: Latch::default(),
         }
     }
@@ -251,54 +249,30 @@ impl LengthPrefixed {
     /// Finds the complete frame at the front of `buf`, if there is one.
     #[inline(always)]
     fn step(&mut self, buf: &RecvBuf) -> Step {
-        let header = match self.header.get(buf) {
-            Some(header) => header,
-            None => {
-                let head = self.head;
-                let data = buf.peek();
-                if data.len() < head {
-                    return Step::NeedMore;
-                }
-                let declared = read_uint(&data[self.config.offset..head], self.config.endian);
-                match self.body_len(declared, buf) {
-                    Ok(body) => (head, body),
-                    Err(e) => return self.latch.failed(e),
-                }
-            }
-        };
-        self.header
-            .complete(buf, header, self.skip, &mut self.latch)
-    }
-
-    /// The body length a field value declares, checked against the limit.
-    fn body_len(&self, declared: u64, buf: &RecvBuf) -> Result<usize, Error> {
+        let data = buf.peek();
+        if data.len() < self.head {
+            return Step::NeedMore;
+        }
+        let declared = read_uint(&data[self.config.offset..self.head], self.config.endian);
         let adjustment = self.config.adjustment;
-        let body = match declared.checked_add_signed(adjustment) {
-            Some(body) => body,
-            // Only a negative adjustment can go below zero; a positive one
-            // that overflows is simply too long.
-            None if adjustment < 0 => {
-                return Err(Error::InvalidInput {
-                    kind: InvalidInput::NegativeLength {
-                        declared,
-                        adjustment,
-                    },
-                    offset: buf.offset() + self.config.offset as u64,
-                })
-            }
-            None => u64::MAX,
+        let Some(body) = declared.checked_add_signed(adjustment) else {
+            return self.latch.failed(Error::InvalidInput {
+                kind: InvalidInput::LengthOutOfRange {
+                    declared,
+                    adjustment,
+                },
+                offset: buf.offset() + self.config.offset as u64,
+            });
         };
         if body > self.config.max_frame {
-            return Err(Error::LimitExceeded {
+            return self.latch.failed(Error::LimitExceeded {
                 limit: Limit::FrameLength,
                 max: self.config.max_frame,
                 attempted: body,
                 offset: buf.offset(),
             });
         }
-        // On targets where it does not fit in usize it cannot fit in the
-        // buffer either; `Header::complete` reports that.
-        Ok(usize::try_from(body).unwrap_or(usize::MAX))
+        complete(buf, self.head, body, self.skip, &mut self.latch)
     }
 }
 
@@ -325,8 +299,8 @@ impl Decoder for LengthPrefixed {
     ///
     /// [`Limit::FrameLength`] for a body over the limit,
     /// [`Limit::Buffer`] for a frame that could never fit in the buffer,
-    /// [`InvalidInput::NegativeLength`] when the adjustment takes the length
-    /// below zero. All are reported as soon as the header has arrived.
+    /// [`InvalidInput::LengthOutOfRange`] when the adjustment takes the
+    /// length below zero or past `u64::MAX`. All are reported as soon as the header has arrived.
     #[inline(always)]
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
@@ -335,10 +309,9 @@ impl Decoder for LengthPrefixed {
     }
 
     fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
-        match self.decode(buf)? {
-            Some(frame) => Ok(Some(frame)),
-            None => self.latch.finish(buf),
-        }
+        self.latch.check()?;
+        let step = self.step(buf);
+        self.latch.answer_eof(step, buf)
     }
 }
 

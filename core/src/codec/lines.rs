@@ -77,7 +77,9 @@ impl LinesConfig {
     /// The longest line accepted, in bytes, not counting the delimiter or a
     /// stripped `\r`. A longer line is an [`Error::LimitExceeded`] with
     /// [`Limit::LineLength`] as soon as `max + 1` bytes have arrived without a
-    /// delimiter: the decoder never waits for more than that.
+    /// delimiter (`max + 2` when the last of them is a `\r` that
+    /// [`strip_cr`](Self::strip_cr) may still drop): the decoder never waits
+    /// for more than that.
     pub fn max_length(mut self, max: usize) -> Self {
         self.max_length = max;
         self
@@ -138,10 +140,6 @@ impl LinesConfig {
 #[derive(Clone, Debug, Default)]
 pub struct Lines {
     config: LinesConfig,
-    /// The first `searched` bytes of the buffer, at stream offset
-    /// `searched_at`, hold no delimiter.
-    searched: usize,
-    searched_at: u64,
     latch: Latch,
 }
 
@@ -175,28 +173,37 @@ impl Lines {
 
     /// Finds the complete line at the front of `buf`, if there is one.
     #[inline(always)]
-    fn step(&mut self, buf: &RecvBuf) -> Step {
+    fn step(&mut self, buf: &mut RecvBuf) -> Step {
+        let delimiter = self.config.delimiter;
         let data = buf.peek();
         let window = self.window();
         let end = data.len().min(window);
-        // Resume where the last search of this line stopped; a line found
-        // right away leaves nothing to remember.
-        let start = if self.searched_at == buf.offset() {
-            self.searched.min(end)
-        } else {
-            0
-        };
-        match memchr::memchr(self.config.delimiter, &data[start..end]) {
+        // Resume where the last search of this line stopped: the note lives
+        // in the buffer, next to the bytes it describes.
+        let start = buf.scanned(delimiter).min(end);
+        match memchr::memchr(delimiter, &data[start..end]) {
             Some(i) => self.line(buf, start + i, 1),
-            None if data.len() >= window => {
-                let e = self.too_long(buf, self.config.max_length.saturating_add(1));
+            None if self.known_too_long(data) => {
+                let e = self.too_long(buf);
                 self.latch.failed(e)
             }
             None => {
-                self.searched = end;
-                self.searched_at = buf.offset();
+                buf.set_scanned(delimiter, end);
                 Step::NeedMore
             }
+        }
+    }
+
+    /// Whether a line with no delimiter in `data` (up to the window) is
+    /// already over the limit: it is, past `max` bytes, unless the byte
+    /// right after `max` is a `\r` that a delimiter may still follow.
+    #[inline(always)]
+    fn known_too_long(&self, data: &[u8]) -> bool {
+        let max = self.config.max_length;
+        match data.len().checked_sub(max) {
+            None | Some(0) => false,
+            Some(1) => !(self.config.strip_cr && data[max] == b'\r'),
+            Some(_) => true,
         }
     }
 
@@ -210,7 +217,7 @@ impl Lines {
             len -= 1;
         }
         if len > self.config.max_length {
-            let e = self.too_long(buf, len);
+            let e = self.too_long(buf);
             return self.latch.failed(e);
         }
         if self.config.utf8 && simdutf8::basic::from_utf8(&data[..len]).is_err() {
@@ -227,12 +234,15 @@ impl Lines {
         })
     }
 
-    /// The error for a line of (at least) `attempted` bytes.
-    fn too_long(&self, buf: &RecvBuf, attempted: usize) -> Error {
+    /// The error for a line over the limit. Whatever the pieces, it is
+    /// reported when `max + 1` bytes of the line are known, so `attempted`
+    /// is always `max + 1`: "at least that long".
+    fn too_long(&self, buf: &RecvBuf) -> Error {
+        let max = self.config.max_length as u64;
         Error::LimitExceeded {
             limit: Limit::LineLength,
-            max: self.config.max_length as u64,
-            attempted: attempted as u64,
+            max,
+            attempted: max + 1,
             offset: buf.offset(),
         }
     }
@@ -243,9 +253,8 @@ impl Decoder for Lines {
 
     /// # Errors
     ///
-    /// [`Limit::LineLength`] for a line over the limit (`attempted` is the
-    /// line's length when its delimiter was seen, else `max + 1`: at least
-    /// that long); [`InvalidInput::Utf8`] when UTF-8 is required and the line
+    /// [`Limit::LineLength`] for a line over the limit (`attempted` is
+    /// `max + 1`: at least that long); [`InvalidInput::Utf8`] when UTF-8 is required and the line
     /// is not.
     #[inline(always)]
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
@@ -255,14 +264,14 @@ impl Decoder for Lines {
     }
 
     fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
-        if let Some(line) = self.decode(buf)? {
-            return Ok(Some(line));
-        }
-        if self.config.unterminated_last_line && !buf.is_empty() {
-            let step = self.line(buf, buf.len(), 0);
-            return self.latch.answer(step, buf);
-        }
-        self.latch.finish(buf)
+        self.latch.check()?;
+        let step = match self.step(buf) {
+            Step::NeedMore if self.config.unterminated_last_line && !buf.is_empty() => {
+                self.line(buf, buf.len(), 0)
+            }
+            step => step,
+        };
+        self.latch.answer_eof(step, buf)
     }
 }
 
@@ -347,20 +356,19 @@ mod tests {
         let mut dec = Lines::new();
         buf.feed(b"abc").unwrap();
         assert_eq!(dec.decode(&mut buf), Ok(None));
-        assert_eq!(dec.searched, 3);
+        assert_eq!(buf.scanned(b'\n'), 3);
         buf.feed(b"de").unwrap();
         assert_eq!(dec.decode(&mut buf), Ok(None));
-        assert_eq!(dec.searched, 5);
-        buf.feed(
-            b"
-x",
-        )
-        .unwrap();
+        assert_eq!(buf.scanned(b'\n'), 5);
+        buf.feed(b"\nx").unwrap();
         assert_eq!(
             dec.decode(&mut buf).unwrap().as_deref(),
             Some(&b"abcde"[..])
         );
+        assert_eq!(buf.scanned(b'\n'), 0, "the note went with the line");
         assert_eq!(dec.decode(&mut buf), Ok(None));
-        assert_eq!(dec.searched, 1);
+        assert_eq!(buf.scanned(b'\n'), 1);
+        // Another delimiter's note is not this one's.
+        assert_eq!(buf.scanned(0), 0);
     }
 }

@@ -17,7 +17,7 @@
 use bytes::Bytes;
 
 use crate::codec::length::DEFAULT_MAX_FRAME_LENGTH;
-use crate::decoder::{Decoder, Header, Latch, Step};
+use crate::decoder::{complete, Decoder, Latch, Step};
 use crate::error::{Error, InvalidInput, Limit};
 use crate::recv_buf::RecvBuf;
 
@@ -74,7 +74,6 @@ impl VarintConfig {
 #[derive(Clone, Debug, Default)]
 pub struct Varint {
     config: VarintConfig,
-    header: Header,
     latch: Latch,
 }
 
@@ -100,30 +99,22 @@ impl Varint {
     /// Finds the complete frame at the front of `buf`, if there is one.
     #[inline(always)]
     fn step(&mut self, buf: &RecvBuf) -> Step {
-        let header = match self.header.get(buf) {
-            Some(header) => header,
-            None => match parse(buf.peek(), self.config.allow_non_minimal) {
-                Ok(Some((value, head))) if value <= self.config.max_frame => {
-                    (head, usize::try_from(value).unwrap_or(usize::MAX))
-                }
-                Ok(Some((value, _))) => {
-                    return self.latch.failed(Error::LimitExceeded {
-                        limit: Limit::FrameLength,
-                        max: self.config.max_frame,
-                        attempted: value,
-                        offset: buf.offset(),
-                    })
-                }
-                Ok(None) => return Step::NeedMore,
-                Err((kind, at)) => {
-                    return self.latch.failed(Error::InvalidInput {
-                        kind,
-                        offset: buf.offset() + at as u64,
-                    })
-                }
-            },
-        };
-        self.header.complete(buf, header, header.0, &mut self.latch)
+        match parse(buf.peek(), self.config.allow_non_minimal) {
+            Ok(Some((value, head))) if value <= self.config.max_frame => {
+                complete(buf, head, value, head, &mut self.latch)
+            }
+            Ok(Some((value, _))) => self.latch.failed(Error::LimitExceeded {
+                limit: Limit::FrameLength,
+                max: self.config.max_frame,
+                attempted: value,
+                offset: buf.offset(),
+            }),
+            Ok(None) => Step::NeedMore,
+            Err((kind, at)) => self.latch.failed(Error::InvalidInput {
+                kind,
+                offset: buf.offset() + at as u64,
+            }),
+        }
     }
 }
 
@@ -172,10 +163,9 @@ impl Decoder for Varint {
     }
 
     fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
-        match self.decode(buf)? {
-            Some(frame) => Ok(Some(frame)),
-            None => self.latch.finish(buf),
-        }
+        self.latch.check()?;
+        let step = self.step(buf);
+        self.latch.answer_eof(step, buf)
     }
 }
 
