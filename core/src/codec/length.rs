@@ -300,7 +300,8 @@ impl Decoder for LengthPrefixed {
     /// [`Limit::FrameLength`] for a body over the limit,
     /// [`Limit::Buffer`] for a frame that could never fit in the buffer,
     /// [`InvalidInput::LengthOutOfRange`] when the adjustment takes the
-    /// length below zero or past `u64::MAX`. All are reported as soon as the header has arrived.
+    /// length below zero or past `u64::MAX`. All are reported as soon as the
+    /// header has arrived.
     #[inline(always)]
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;

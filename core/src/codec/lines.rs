@@ -254,8 +254,8 @@ impl Decoder for Lines {
     /// # Errors
     ///
     /// [`Limit::LineLength`] for a line over the limit (`attempted` is
-    /// `max + 1`: at least that long); [`InvalidInput::Utf8`] when UTF-8 is required and the line
-    /// is not.
+    /// `max + 1`: at least that long); [`InvalidInput::Utf8`] when UTF-8 is
+    /// required and the line is not.
     #[inline(always)]
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
