@@ -58,6 +58,8 @@ pub enum Error {
     },
     /// The caller used the API in a way it does not allow.
     Misuse(Misuse),
+    /// The queue or stream was closed by its owner and takes nothing more.
+    Closed,
 }
 
 /// Who is responsible for an [`Error`].
@@ -107,6 +109,10 @@ pub enum Limit {
     LineLength,
     /// A length-delimited frame's maximum payload length.
     FrameLength,
+    /// A write queue's maximum number of pending writes.
+    QueueItems,
+    /// A write queue's maximum number of pending bytes.
+    QueueBytes,
 }
 
 /// How the caller misused the API, for [`Error::Misuse`].
@@ -127,6 +133,15 @@ pub enum Misuse {
         /// Size of the spare region.
         spare: usize,
     },
+    /// Told a write queue that more bytes were written than it handed out.
+    AdvanceTooFar {
+        /// Bytes reported written.
+        advanced: usize,
+        /// Bytes handed out by the last drain.
+        presented: usize,
+    },
+    /// An encoder was given an item it cannot put on the wire as it is.
+    Unencodable(Unencodable),
     /// A configuration value is out of range.
     InvalidConfig {
         /// The setting's name, as in its setter.
@@ -138,13 +153,46 @@ pub enum Misuse {
     },
 }
 
+/// Why an encoder refused an item, for [`Misuse::Unencodable`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Unencodable {
+    /// The item is longer than the format or the configured limit allows.
+    TooLong {
+        /// The item's length, in bytes.
+        len: u64,
+        /// The longest the encoder accepts.
+        max: u64,
+    },
+    /// The item is shorter than the length field can describe (a positive
+    /// length adjustment counts bytes the item does not have).
+    TooShort {
+        /// The item's length, in bytes.
+        len: u64,
+        /// The shortest the encoder accepts.
+        min: u64,
+    },
+    /// A line holds its own delimiter, which would end it early.
+    ContainsDelimiter {
+        /// Index of the delimiter in the item.
+        offset: usize,
+    },
+    /// A line ends in `\r`, which a decoder that strips `\r` would drop.
+    EndsWithCr,
+    /// A line must be UTF-8 and is not.
+    NotUtf8 {
+        /// Index of the first invalid byte.
+        valid_up_to: usize,
+    },
+}
+
 impl Error {
     /// Who is responsible for this error.
     pub fn fault(&self) -> Fault {
         match self {
             Self::InvalidInput { .. } | Self::Truncated { .. } => Fault::Peer,
             Self::LimitExceeded { .. } => Fault::Limit,
-            Self::Misuse(_) => Fault::Caller,
+            Self::Misuse(_) | Self::Closed => Fault::Caller,
         }
     }
 
@@ -154,7 +202,7 @@ impl Error {
             Self::InvalidInput { offset, .. }
             | Self::LimitExceeded { offset, .. }
             | Self::Truncated { offset, .. } => Some(*offset),
-            Self::Misuse(_) => None,
+            Self::Misuse(_) | Self::Closed => None,
         }
     }
 
@@ -205,6 +253,7 @@ impl fmt::Display for Error {
                 partial.len()
             ),
             Self::Misuse(misuse) => write!(f, "API misuse: {misuse}"),
+            Self::Closed => f.write_str("closed"),
         }
     }
 }
@@ -233,6 +282,8 @@ impl fmt::Display for Limit {
             Self::Buffer => "receive buffer",
             Self::LineLength => "line length",
             Self::FrameLength => "frame length",
+            Self::QueueItems => "write queue items",
+            Self::QueueBytes => "write queue bytes",
         })
     }
 }
@@ -251,11 +302,35 @@ impl fmt::Display for Misuse {
                 f,
                 "committed {committed} bytes into a spare region of {spare} bytes"
             ),
+            Self::AdvanceTooFar {
+                advanced,
+                presented,
+            } => write!(
+                f,
+                "advanced {advanced} bytes but the last drain handed out {presented}"
+            ),
+            Self::Unencodable(why) => write!(f, "cannot encode: {why}"),
             Self::InvalidConfig {
                 setting,
                 value,
                 expected,
             } => write!(f, "invalid {setting} {value}: expected {expected}"),
+        }
+    }
+}
+
+impl fmt::Display for Unencodable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooLong { len, max } => write!(f, "{len} bytes, at most {max} fit"),
+            Self::TooShort { len, min } => write!(f, "{len} bytes, at least {min} needed"),
+            Self::ContainsDelimiter { offset } => {
+                write!(f, "the line holds its delimiter at index {offset}")
+            }
+            Self::EndsWithCr => f.write_str("the line ends in \\r, which the decoder strips"),
+            Self::NotUtf8 { valid_up_to } => {
+                write!(f, "the line is not UTF-8 from index {valid_up_to}")
+            }
         }
     }
 }

@@ -78,18 +78,22 @@ extern crate alloc;
 
 pub mod codec;
 mod decoder;
+mod encoder;
 mod error;
 mod recv_buf;
+pub mod write;
 
 pub use bytes::{Bytes, BytesMut};
 pub use codec::length::{Endian, LengthConfig, LengthPrefixed, DEFAULT_MAX_FRAME_LENGTH};
 pub use codec::lines::{Lines, LinesConfig, DEFAULT_MAX_LINE_LENGTH};
 pub use codec::varint::{Varint, VarintConfig, MAX_VARINT_LEN};
 pub use decoder::{Decoder, Frames};
-pub use error::{Error, Fault, InvalidInput, Limit, Misuse, Rejected};
+pub use encoder::{Encoder, Frame};
+pub use error::{Error, Fault, InvalidInput, Limit, Misuse, Rejected, Unencodable};
 pub use recv_buf::{
     RecvBuf, RecvBufConfig, DEFAULT_IDLE_CAPACITY, DEFAULT_MAX_BUFFERED, DEFAULT_READ_RESERVE,
 };
+pub use write::{fragments, Fragments, Lane, Progress, Ticket, WriteQueue, WriteQueueConfig};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

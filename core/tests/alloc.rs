@@ -5,7 +5,10 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use cleave::{Decoder, LengthPrefixed, Lines, LinesConfig, RecvBuf, RecvBufConfig, Varint};
+use cleave::{
+    Bytes, Decoder, Encoder, LengthPrefixed, Lines, LinesConfig, RecvBuf, RecvBufConfig, Varint,
+    WriteQueue,
+};
 
 struct Counting;
 
@@ -177,4 +180,65 @@ fn copying_small_frames_costs_one_allocation_each() {
         allocs >= frames && allocs <= frames + frames / 100,
         "{allocs} for {frames} frames"
     );
+}
+
+/// Pushes `count` writes made by `make`, draining as a writer would (all of
+/// it, in writes of at most 64 KiB); returns the allocations made after the
+/// first `WARM_UP` pushes.
+fn queue_allocations(count: usize, mut make: impl FnMut(&mut WriteQueue)) -> u64 {
+    let mut queue = WriteQueue::new();
+    let mut start = None;
+    for i in 0..count {
+        if i == WARM_UP {
+            start = Some(allocations());
+        }
+        make(&mut queue);
+        if queue.len() >= 32 * 1024 || i + 1 == count {
+            while !queue.is_flushed() {
+                let n = {
+                    let mut slices = [&b""[..]; 64];
+                    let n = queue.chunks(&mut slices);
+                    slices[..n]
+                        .iter()
+                        .map(|s| s.len())
+                        .sum::<usize>()
+                        .min(64 * 1024)
+                };
+                queue.advance(n).unwrap();
+            }
+        }
+    }
+    allocations() - start.unwrap()
+}
+
+#[test]
+fn zero_allocations_per_push_in_steady_state() {
+    let big = Bytes::from(vec![7u8; 16 * 1024]);
+    let allocs = queue_allocations(FRAMES, |q| {
+        q.push(big.clone()).unwrap();
+    });
+    assert_eq!(allocs, 0, "16 KiB pushes");
+
+    // Small writes are copied into a staging block of 16 KiB. A block is
+    // reused once the runs cut from it are written; one still queued when
+    // the block fills costs a new block: at most one per 16 KiB of small
+    // writes (one per 256 pushes of 64 bytes), never one per push.
+    let small = Bytes::from_static(&[1u8; 64]);
+    let allocs = queue_allocations(FRAMES, |q| {
+        q.push(small.clone()).unwrap();
+    });
+    let blocks = ((FRAMES - WARM_UP) * 64 / (16 * 1024)) as u64;
+    assert!(
+        allocs <= blocks + 1,
+        "64-byte pushes: {allocs} allocations, {blocks} blocks"
+    );
+
+    // Encoded frames: the header from the encoder's arena, the body as is.
+    let body = Bytes::from(vec![9u8; 1024]);
+    let mut codec = LengthPrefixed::new();
+    let allocs = queue_allocations(FRAMES, |q| {
+        let frame = codec.encode(body.clone()).unwrap();
+        q.push_frame(frame).unwrap();
+    });
+    assert_eq!(allocs, 0, "length-prefixed 1 KiB frames");
 }

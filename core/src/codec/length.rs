@@ -30,7 +30,8 @@
 use bytes::Bytes;
 
 use crate::decoder::{complete, Decoder, Latch, Step};
-use crate::error::{Error, InvalidInput, Limit};
+use crate::encoder::{Arena, Encoder, Frame};
+use crate::error::{Error, InvalidInput, Limit, Misuse, Unencodable};
 use crate::recv_buf::RecvBuf;
 
 /// Default [`LengthConfig::max_frame_length`]: 8 MiB, bytes.
@@ -192,6 +193,7 @@ pub struct LengthPrefixed {
     head: usize,
     skip: usize,
     latch: Latch,
+    arena: Arena,
 }
 
 impl Default for LengthPrefixed {
@@ -238,6 +240,7 @@ impl LengthPrefixed {
             skip: config.skip.unwrap_or(config.header_len()),
             config,
             latch: Latch::default(),
+            arena: Arena::default(),
         }
     }
 
@@ -313,6 +316,69 @@ impl Decoder for LengthPrefixed {
         self.latch.check()?;
         let step = self.step(buf);
         self.latch.answer_eof(step, buf)
+    }
+}
+
+impl Encoder for LengthPrefixed {
+    type Item = Bytes;
+
+    /// Frames a body: the length field as a small head cut from a reusable
+    /// arena, the body untouched. The field holds `len - adjustment`.
+    ///
+    /// The item is what the decoder gives back with the default skip (the
+    /// body). With a shorter skip, the decoder gives back the header bytes
+    /// it keeps as well.
+    ///
+    /// # Errors
+    ///
+    /// [`Unencodable::TooLong`] past `max_frame_length` or past what the
+    /// field can hold, [`Unencodable::TooShort`] when a positive
+    /// adjustment asks for more bytes than the body has, and
+    /// [`Misuse::InvalidConfig`] for a `field_offset` other than 0: the
+    /// bytes before the field are the caller's to frame.
+    fn encode(&mut self, body: Bytes) -> Result<Frame, Error> {
+        let config = &self.config;
+        if config.offset != 0 {
+            return Err(Error::invalid_config(
+                "field_offset",
+                config.offset as u64,
+                "0 to encode: the encoder writes the length field and the body",
+            ));
+        }
+        let len = body.len() as u64;
+        let refuse = |why| Err(Error::Misuse(Misuse::Unencodable(why)));
+        if len > config.max_frame {
+            return refuse(Unencodable::TooLong {
+                len,
+                max: config.max_frame,
+            });
+        }
+        // width is 1..=8: the shift is 0..=56.
+        let field_max = u64::MAX >> (8 * (8 - config.width));
+        let field = i128::from(len) - i128::from(config.adjustment);
+        let Ok(field) = u64::try_from(field) else {
+            return refuse(Unencodable::TooShort {
+                len,
+                min: u64::try_from(config.adjustment).unwrap_or(0),
+            });
+        };
+        if field > field_max {
+            let max = i128::from(field_max) + i128::from(config.adjustment);
+            return refuse(Unencodable::TooLong {
+                len,
+                max: u64::try_from(max).unwrap_or(0),
+            });
+        }
+        let bytes = match config.endian {
+            Endian::Big => field.to_be_bytes(),
+            Endian::Little => field.to_le_bytes(),
+        };
+        let at = match config.endian {
+            Endian::Big => 8 - config.width,
+            Endian::Little => 0,
+        };
+        let head = self.arena.header(&bytes[at..at + config.width]);
+        Ok(Frame::new(head, body, Bytes::new()))
     }
 }
 

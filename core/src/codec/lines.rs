@@ -13,7 +13,8 @@
 use bytes::Bytes;
 
 use crate::decoder::{Cut, Decoder, Latch, Step};
-use crate::error::{Error, InvalidInput, Limit};
+use crate::encoder::{Encoder, Frame, BYTE_VALUES, CR_THEN};
+use crate::error::{Error, InvalidInput, Limit, Misuse, Unencodable};
 use crate::recv_buf::RecvBuf;
 
 /// Default [`LinesConfig::max_length`]: 64 KiB, bytes.
@@ -44,6 +45,7 @@ pub struct LinesConfig {
     max_length: usize,
     utf8: bool,
     unterminated_last_line: bool,
+    crlf: bool,
 }
 
 impl Default for LinesConfig {
@@ -56,6 +58,7 @@ impl Default for LinesConfig {
             max_length: DEFAULT_MAX_LINE_LENGTH,
             utf8: false,
             unterminated_last_line: false,
+            crlf: false,
         }
     }
 }
@@ -98,6 +101,14 @@ impl LinesConfig {
     /// this), `false` (the default) returns them in an [`Error::Truncated`].
     pub fn unterminated_last_line(mut self, allow: bool) -> Self {
         self.unterminated_last_line = allow;
+        self
+    }
+
+    /// Whether the encoder ends lines with `\r` before the delimiter
+    /// (`\r\n`). Default `false`. The decoder accepts both endings while
+    /// [`strip_cr`](Self::strip_cr) is on.
+    pub fn crlf(mut self, crlf: bool) -> Self {
+        self.crlf = crlf;
         self
     }
 
@@ -272,6 +283,47 @@ impl Decoder for Lines {
             step => step,
         };
         self.latch.answer_eof(step, buf)
+    }
+}
+
+impl Encoder for Lines {
+    type Item = Bytes;
+
+    /// Frames a line: the line as the body, the delimiter (`\r` and the
+    /// delimiter with [`crlf`](LinesConfig::crlf)) as a `'static` tail. No
+    /// allocation, no copy.
+    ///
+    /// # Errors
+    ///
+    /// [`Unencodable`] when the line could not be read back as it is: it
+    /// holds the delimiter, is longer than `max_length`, ends in `\r` while
+    /// the decoder strips it, or is not UTF-8 while UTF-8 is required.
+    fn encode(&mut self, line: Bytes) -> Result<Frame, Error> {
+        let config = &self.config;
+        let refuse = |why| Err(Error::Misuse(Misuse::Unencodable(why)));
+        if line.len() > config.max_length {
+            return refuse(Unencodable::TooLong {
+                len: line.len() as u64,
+                max: config.max_length as u64,
+            });
+        }
+        if let Some(offset) = memchr::memchr(config.delimiter, &line) {
+            return refuse(Unencodable::ContainsDelimiter { offset });
+        }
+        if config.strip_cr && line.last() == Some(&b'\r') {
+            return refuse(Unencodable::EndsWithCr);
+        }
+        if config.utf8 && simdutf8::basic::from_utf8(&line).is_err() {
+            let valid_up_to = core::str::from_utf8(&line).map_or_else(|e| e.valid_up_to(), |_| 0);
+            return refuse(Unencodable::NotUtf8 { valid_up_to });
+        }
+        let d = usize::from(config.delimiter);
+        let tail: &'static [u8] = if config.crlf {
+            &CR_THEN[d]
+        } else {
+            &BYTE_VALUES[d..=d]
+        };
+        Ok(Frame::new(Bytes::new(), line, Bytes::from_static(tail)))
     }
 }
 

@@ -18,7 +18,8 @@ use bytes::Bytes;
 
 use crate::codec::length::DEFAULT_MAX_FRAME_LENGTH;
 use crate::decoder::{complete, Decoder, Latch, Step};
-use crate::error::{Error, InvalidInput, Limit};
+use crate::encoder::{Arena, Encoder, Frame};
+use crate::error::{Error, InvalidInput, Limit, Misuse, Unencodable};
 use crate::recv_buf::RecvBuf;
 
 /// The most bytes a `u64` varint takes.
@@ -75,6 +76,7 @@ impl VarintConfig {
 pub struct Varint {
     config: VarintConfig,
     latch: Latch,
+    arena: Arena,
 }
 
 impl Varint {
@@ -166,6 +168,39 @@ impl Decoder for Varint {
         self.latch.check()?;
         let step = self.step(buf);
         self.latch.answer_eof(step, buf)
+    }
+}
+
+impl Encoder for Varint {
+    type Item = Bytes;
+
+    /// Frames a body: its length as a minimal LEB128 head cut from a
+    /// reusable arena, the body untouched.
+    ///
+    /// # Errors
+    ///
+    /// [`Unencodable::TooLong`] past `max_frame_length`.
+    fn encode(&mut self, body: Bytes) -> Result<Frame, Error> {
+        let len = body.len() as u64;
+        if len > self.config.max_frame {
+            return Err(Error::Misuse(Misuse::Unencodable(Unencodable::TooLong {
+                len,
+                max: self.config.max_frame,
+            })));
+        }
+        let mut head = [0u8; MAX_VARINT_LEN];
+        let mut n = len;
+        let mut i = 0;
+        // Each group is masked to 7 bits before the cast; 64 bits take at
+        // most 10 groups.
+        while n >= 0x80 {
+            head[i] = (n & 0x7f) as u8 | 0x80;
+            n >>= 7;
+            i += 1;
+        }
+        head[i] = (n & 0x7f) as u8;
+        let head = self.arena.header(&head[..=i]);
+        Ok(Frame::new(head, body, Bytes::new()))
     }
 }
 

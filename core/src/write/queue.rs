@@ -1,0 +1,635 @@
+//! [`WriteQueue`]: the bounded outbound queue of owned `Bytes`.
+
+use alloc::collections::VecDeque;
+use bytes::{Buf, Bytes, BytesMut};
+
+use crate::encoder::Frame;
+use crate::error::{Error, Limit, Misuse, Rejected};
+use crate::write::config::WriteQueueConfig;
+
+/// The two lanes of a [`WriteQueue`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// Ordinary data, written in push order.
+    Bulk,
+    /// Control messages (a ping, a close, a routing reply): written before
+    /// queued bulk data, but only between frames, never inside one.
+    Urgent,
+}
+
+/// Names a push: the offset in its lane's byte stream where the push ends.
+///
+/// A ticket is complete once everything up to that offset has been handed
+/// to the writer ([`WriteQueue::is_written`]). Tickets of a lane complete
+/// in order, each exactly once; a ticket costs no memory in the queue, so a
+/// push whose ticket is ignored (fire and forget) costs nothing extra.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ticket {
+    lane: Lane,
+    end: u64,
+}
+
+impl Ticket {
+    /// The lane of the push.
+    pub fn lane(&self) -> Lane {
+        self.lane
+    }
+
+    /// Where the push ends in its lane's byte stream.
+    pub fn offset(&self) -> u64 {
+        self.end
+    }
+}
+
+/// What one [`WriteQueue::advance`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    completed: usize,
+    bulk: u64,
+    urgent: u64,
+}
+
+impl Progress {
+    /// Pushes whose last byte this advance handed to the writer.
+    pub fn completed(&self) -> usize {
+        self.completed
+    }
+
+    /// The lane's watermark after the advance: every ticket of that lane
+    /// with an offset at or below it is complete.
+    pub fn watermark(&self, lane: Lane) -> u64 {
+        match lane {
+            Lane::Bulk => self.bulk,
+            Lane::Urgent => self.urgent,
+        }
+    }
+}
+
+/// One lane's queue and counters.
+#[derive(Debug, Default)]
+struct LaneQueue {
+    /// The bytes, as pushed (or coalesced); each entry is non-empty.
+    entries: VecDeque<Bytes>,
+    /// Where each pending push ends in the lane's byte stream, ascending.
+    /// Its length is the number of pending pushes; it never allocates once
+    /// grown to the item limit.
+    ends: VecDeque<u64>,
+    /// Bytes not yet written (including, for bulk, the staging buffer).
+    pending: usize,
+    /// Bytes pushed and bytes written since the queue was made.
+    pushed: u64,
+    written: u64,
+    /// Where the last completed push ended: the start of the next one.
+    done: u64,
+}
+
+impl LaneQueue {
+    /// Whether some bytes of a push are written and its last byte is not.
+    fn mid_frame(&self) -> bool {
+        self.written > self.done
+    }
+
+    /// Bytes left in the push being written (the next one if none is).
+    fn frame_rest(&self) -> usize {
+        self.ends.front().map_or(0, |&end| {
+            usize::try_from(end - self.written).unwrap_or(usize::MAX)
+        })
+    }
+}
+
+/// Hands out the bytes of `entries` from `cursor` (entry index, offset in
+/// it) in slices of at most `piece`, until `run` bytes or `slices` slices;
+/// moves the cursor and returns the bytes handed out. Planning a drain and
+/// filling it walk the same way, so they always agree.
+fn walk<'a>(
+    entries: &'a VecDeque<Bytes>,
+    cursor: &mut (usize, usize),
+    mut run: usize,
+    piece: usize,
+    slices: &mut usize,
+    mut put: impl FnMut(&'a [u8]),
+) -> usize {
+    let mut walked = 0;
+    while run > 0 && *slices > 0 {
+        let Some(entry) = entries.get(cursor.0) else {
+            break;
+        };
+        let rest = &entry[cursor.1..];
+        let take = rest.len().min(piece).min(run);
+        put(&rest[..take]);
+        *slices -= 1;
+        run -= take;
+        walked += take;
+        if take == rest.len() {
+            *cursor = (cursor.0 + 1, 0);
+        } else {
+            cursor.1 += take;
+        }
+    }
+    walked
+}
+
+/// What the last drain handed out: up to three runs, each from one lane.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    runs: [(Lane, usize); 3],
+    len: usize,
+    total: usize,
+}
+
+impl Plan {
+    const EMPTY: Self = Self {
+        runs: [(Lane::Bulk, 0); 3],
+        len: 0,
+        total: 0,
+    };
+}
+
+/// A bounded queue of owned `Bytes` on their way to a writer, with tickets,
+/// vectored drain, partial-write accounting, large writes handed out in
+/// pieces and small ones coalesced. It does no I/O: an adapter drives it.
+///
+/// # How to drive it
+///
+/// ```text
+///   producers:  push(bytes) / push_frame(frame)   -> Ticket, or the bytes back
+///               push_urgent(..)                    -> jumps ahead, between frames
+///   writer:     loop {
+///                   let mut slices = [IoSlice::new(&[]); 64];   // afresh each time
+///                   n = queue.io_slices(&mut slices)   // or chunks() without std
+///                   if n == 0 { break }                // nothing pending
+///                   written = socket.write_vectored(&slices[..n])?
+///                   queue.advance(written)?            // any size, even mid-slice
+///               }
+///   waiters:    queue.is_written(ticket)               // after every advance
+///   shutdown:   queue.close(); drain until is_flushed(); shut the socket
+/// ```
+///
+/// # Guarantees
+///
+/// - Bytes come out in push order within a lane, exactly once, across any
+///   sequence of partial writes. The parts of a frame are never separated:
+///   an urgent push waits for the frame in progress to finish.
+/// - Each lane's item and byte limits hold at every step. A push that does
+///   not fit is refused whole and its `Bytes` come back in the
+///   [`Rejected`]. One push larger than the byte limit is accepted when its
+///   lane is empty and then holds it alone, so no push is refused for ever.
+/// - Nothing is copied, except writes under
+///   [`coalesce_below`](WriteQueueConfig::coalesce_below), which are copied
+///   into a shared buffer on purpose (one `iovec` for many small writes).
+/// - No allocation per push in steady state, for payloads at or above the
+///   coalescing threshold, and none per ticket.
+///
+/// ```
+/// use cleave::{Bytes, WriteQueue};
+///
+/// let mut queue = WriteQueue::new();
+/// let ticket = queue.push(Bytes::from(vec![1u8; 4096])).expect("room");
+/// queue.push(Bytes::from_static(b"fire and forget")).expect("room");
+///
+/// // The slices borrow the queue: make them afresh for each write.
+/// let presented = {
+///     let mut slices = [&b""[..]; 8];
+///     let n = queue.chunks(&mut slices);
+///     slices[..n].iter().map(|s| s.len()).sum::<usize>()
+/// };
+/// assert_eq!(presented, 4096 + 15);
+///
+/// queue.advance(1000)?; // a partial write, inside the first slice
+/// assert!(!queue.is_written(ticket));
+/// let first = {
+///     let mut slices = [&b""[..]; 8];
+///     queue.chunks(&mut slices);
+///     slices[0].len()
+/// };
+/// assert_eq!(first, 3096);
+/// queue.advance(3096 + 15)?;
+/// assert!(queue.is_written(ticket) && queue.is_flushed());
+/// # Ok::<(), cleave::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct WriteQueue {
+    bulk: LaneQueue,
+    urgent: LaneQueue,
+    /// Small bulk writes being coalesced; logically after `bulk.entries`.
+    staging: BytesMut,
+    plan: Plan,
+    closed: bool,
+    config: WriteQueueConfig,
+}
+
+impl Default for WriteQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WriteQueue {
+    /// An empty queue with the default configuration.
+    pub fn new() -> Self {
+        Self::with_config(WriteQueueConfig::default())
+    }
+
+    /// An empty queue with the given configuration.
+    pub fn with_config(config: WriteQueueConfig) -> Self {
+        Self {
+            bulk: LaneQueue::default(),
+            urgent: LaneQueue::default(),
+            staging: BytesMut::new(),
+            plan: Plan::EMPTY,
+            closed: false,
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &WriteQueueConfig {
+        &self.config
+    }
+
+    /// Bytes pending in both lanes.
+    pub fn len(&self) -> usize {
+        self.bulk.pending + self.urgent.pending
+    }
+
+    /// Whether nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Pushes pending in both lanes.
+    pub fn items(&self) -> usize {
+        self.bulk.ends.len() + self.urgent.ends.len()
+    }
+
+    /// Bytes pending in one lane.
+    pub fn pending_bytes(&self, lane: Lane) -> usize {
+        self.lane(lane).pending
+    }
+
+    /// Pushes pending in one lane.
+    pub fn pending_items(&self, lane: Lane) -> usize {
+        self.lane(lane).ends.len()
+    }
+
+    /// Whether everything pushed has been handed to the writer.
+    pub fn is_flushed(&self) -> bool {
+        self.is_empty()
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Whether a push of `len` bytes into `lane` would be accepted now.
+    pub fn fits(&self, lane: Lane, len: usize) -> bool {
+        self.admit(lane, len).is_ok()
+    }
+
+    /// Whether the push named by `ticket` has been handed to the writer.
+    pub fn is_written(&self, ticket: Ticket) -> bool {
+        self.lane(ticket.lane).written >= ticket.end
+    }
+
+    /// The lane's watermark: every ticket of the lane at or below it is
+    /// complete.
+    pub fn watermark(&self, lane: Lane) -> u64 {
+        self.lane(lane).written
+    }
+
+    /// Queues `bytes` in the bulk lane.
+    ///
+    /// # Errors
+    ///
+    /// The bytes come back in a [`Rejected`] with [`Error::Closed`] after
+    /// [`close`](Self::close), or [`Error::LimitExceeded`] with
+    /// [`Limit::QueueItems`] or [`Limit::QueueBytes`] when the lane is
+    /// full; nothing changes then.
+    pub fn push(&mut self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
+        self.push_in(Lane::Bulk, bytes)
+    }
+
+    /// Queues the parts of `frame` in the bulk lane, kept together.
+    ///
+    /// # Errors
+    ///
+    /// As [`push`](Self::push); the frame comes back whole.
+    // A refused frame comes back by value: boxing it would allocate on
+    // every refusal, and refusals are how backpressure works.
+    #[allow(clippy::result_large_err)]
+    pub fn push_frame(&mut self, frame: Frame) -> Result<Ticket, Rejected<Frame>> {
+        self.push_frame_in(Lane::Bulk, frame)
+    }
+
+    /// Queues `bytes` in the urgent lane: written before queued bulk data,
+    /// as soon as no frame is in progress.
+    ///
+    /// # Errors
+    ///
+    /// As [`push`](Self::push), against the urgent lane's own limits.
+    pub fn push_urgent(&mut self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
+        self.push_in(Lane::Urgent, bytes)
+    }
+
+    /// Queues the parts of `frame` in the urgent lane, kept together.
+    ///
+    /// # Errors
+    ///
+    /// As [`push_urgent`](Self::push_urgent); the frame comes back whole.
+    // A refused frame comes back by value: boxing it would allocate on
+    // every refusal, and refusals are how backpressure works.
+    #[allow(clippy::result_large_err)]
+    pub fn push_urgent_frame(&mut self, frame: Frame) -> Result<Ticket, Rejected<Frame>> {
+        self.push_frame_in(Lane::Urgent, frame)
+    }
+
+    /// Stops accepting pushes; what is queued stays and is drained as usual.
+    /// Once [`is_flushed`](Self::is_flushed), the writer can shut down.
+    pub fn close(&mut self) {
+        self.closed = true;
+    }
+
+    /// Drops everything pending and closes the queue, for a writer that
+    /// failed; returns how many pushes were dropped. Their tickets never
+    /// complete.
+    pub fn abort(&mut self) -> usize {
+        let dropped = self.items();
+        for lane in [&mut self.bulk, &mut self.urgent] {
+            lane.entries.clear();
+            lane.ends.clear();
+            lane.pending = 0;
+        }
+        self.staging.clear();
+        self.plan = Plan::EMPTY;
+        self.closed = true;
+        dropped
+    }
+
+    /// Fills `out` with the next slices to write and returns how many it
+    /// filled: at most `max_slices` of them, `max_drain_bytes` in all, each
+    /// at most `piece_size`. Call [`advance`](Self::advance) with what the
+    /// writer took before draining again.
+    pub fn chunks<'a>(&'a mut self, out: &mut [&'a [u8]]) -> usize {
+        self.make_plan(out.len());
+        let mut n = 0;
+        self.each_slice(|slice| {
+            out[n] = slice;
+            n += 1;
+        });
+        n
+    }
+
+    /// [`chunks`](Self::chunks) as `IoSlice`s, for `write_vectored`.
+    #[cfg(feature = "std")]
+    pub fn io_slices<'a>(&'a mut self, out: &mut [std::io::IoSlice<'a>]) -> usize {
+        self.make_plan(out.len());
+        let mut n = 0;
+        self.each_slice(|slice| {
+            out[n] = std::io::IoSlice::new(slice);
+            n += 1;
+        });
+        n
+    }
+
+    /// Records that the writer took the first `n` bytes of what the last
+    /// drain handed out, whatever their slice boundaries.
+    ///
+    /// # Errors
+    ///
+    /// [`Misuse::AdvanceTooFar`] if `n` is more than the last drain handed
+    /// out; nothing changes then.
+    pub fn advance(&mut self, n: usize) -> Result<Progress, Error> {
+        if n > self.plan.total {
+            return Err(Misuse::AdvanceTooFar {
+                advanced: n,
+                presented: self.plan.total,
+            }
+            .into());
+        }
+        let plan = core::mem::replace(&mut self.plan, Plan::EMPTY);
+        let mut left = n;
+        let mut completed = 0;
+        for &(lane, run) in &plan.runs[..plan.len] {
+            let take = left.min(run);
+            completed += self.consume(lane, take);
+            left -= take;
+        }
+        Ok(Progress {
+            completed,
+            bulk: self.bulk.written,
+            urgent: self.urgent.written,
+        })
+    }
+
+    fn lane(&self, lane: Lane) -> &LaneQueue {
+        match lane {
+            Lane::Bulk => &self.bulk,
+            Lane::Urgent => &self.urgent,
+        }
+    }
+
+    fn lane_mut(&mut self, lane: Lane) -> &mut LaneQueue {
+        match lane {
+            Lane::Bulk => &mut self.bulk,
+            Lane::Urgent => &mut self.urgent,
+        }
+    }
+
+    /// The limits of a lane: (items, bytes).
+    fn limits(&self, lane: Lane) -> (usize, usize) {
+        match lane {
+            Lane::Bulk => (self.config.max_items, self.config.max_bytes),
+            Lane::Urgent => (self.config.urgent_max_items, self.config.urgent_max_bytes),
+        }
+    }
+
+    fn admit(&self, lane: Lane, len: usize) -> Result<(), Error> {
+        if self.closed {
+            return Err(Error::Closed);
+        }
+        let (max_items, max_bytes) = self.limits(lane);
+        let q = self.lane(lane);
+        let full = |limit, max: usize, attempted: usize| Error::LimitExceeded {
+            limit,
+            max: max as u64,
+            attempted: attempted as u64,
+            offset: q.pushed,
+        };
+        if q.ends.len() >= max_items {
+            return Err(full(Limit::QueueItems, max_items, q.ends.len() + 1));
+        }
+        let bytes = q.pending.saturating_add(len);
+        if q.pending > 0 && bytes > max_bytes {
+            return Err(full(Limit::QueueBytes, max_bytes, bytes));
+        }
+        Ok(())
+    }
+
+    fn push_in(&mut self, lane: Lane, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
+        match self.admit(lane, bytes.len()) {
+            Ok(()) => Ok(self.enqueue(lane, [bytes, Bytes::new(), Bytes::new()])),
+            Err(e) => Err(Rejected::new(e, bytes)),
+        }
+    }
+
+    // A refused frame comes back by value: boxing it would allocate on
+    // every refusal, and refusals are how backpressure works.
+    #[allow(clippy::result_large_err)]
+    fn push_frame_in(&mut self, lane: Lane, frame: Frame) -> Result<Ticket, Rejected<Frame>> {
+        match self.admit(lane, frame.len()) {
+            Ok(()) => Ok(self.enqueue(lane, frame.into_parts())),
+            Err(e) => Err(Rejected::new(e, frame)),
+        }
+    }
+
+    /// Queues an admitted push.
+    fn enqueue(&mut self, lane: Lane, parts: [Bytes; 3]) -> Ticket {
+        let len: usize = parts.iter().map(Bytes::len).sum();
+        let coalesce_below = self.config.coalesce_below;
+        let q = self.lane_mut(lane);
+        q.pushed += len as u64;
+        let ticket = Ticket {
+            lane,
+            end: q.pushed,
+        };
+        if q.pending == 0 && len == 0 {
+            // Nothing before it, nothing in it: complete already.
+            return ticket;
+        }
+        q.pending += len;
+        q.ends.push_back(ticket.end);
+        for part in parts.into_iter().filter(|p| !p.is_empty()) {
+            if lane == Lane::Bulk && part.len() < coalesce_below {
+                self.stage(&part);
+            } else {
+                if lane == Lane::Bulk {
+                    self.seal();
+                }
+                self.lane_mut(lane).entries.push_back(part);
+            }
+        }
+        ticket
+    }
+
+    /// Copies a small bulk write into the staging buffer.
+    fn stage(&mut self, part: &[u8]) {
+        let limit = self.config.coalesce_limit;
+        if !self.staging.is_empty() && self.staging.len() + part.len() > limit {
+            self.seal();
+        }
+        if self.staging.capacity() - self.staging.len() < part.len() {
+            self.staging.reserve(limit.max(part.len()));
+        }
+        self.staging.extend_from_slice(part);
+    }
+
+    /// Turns the staged bytes into an entry of their own.
+    fn seal(&mut self) {
+        if !self.staging.is_empty() {
+            let bytes = self.staging.split().freeze();
+            self.bulk.entries.push_back(bytes);
+        }
+    }
+
+    /// Decides what the next drain hands out, in which order, within the
+    /// limits: the rest of a bulk frame in progress, then urgent data, then
+    /// bulk data. Urgent data so goes out at the first push boundary, even
+    /// inside a coalesced run.
+    fn make_plan(&mut self, room: usize) {
+        self.seal();
+        let piece = self.config.piece_size;
+        let mut slices = room.min(self.config.max_slices);
+        let mut bytes = self.config.max_drain_bytes;
+        let mut plan = Plan::EMPTY;
+        let mut cursors = [(0, 0); 2];
+        let runs = if self.bulk.mid_frame() {
+            [
+                (Lane::Bulk, self.bulk.frame_rest()),
+                (Lane::Urgent, usize::MAX),
+                (Lane::Bulk, usize::MAX),
+            ]
+        } else {
+            [
+                (Lane::Urgent, usize::MAX),
+                (Lane::Bulk, usize::MAX),
+                (Lane::Bulk, 0),
+            ]
+        };
+        for (lane, limit) in runs {
+            let q = self.lane(lane);
+            let cursor = &mut cursors[lane as usize];
+            let run = walk(
+                &q.entries,
+                cursor,
+                limit.min(bytes),
+                piece,
+                &mut slices,
+                |_| {},
+            );
+            bytes -= run;
+            plan.push(lane, run);
+            if run < limit && (slices == 0 || bytes == 0) {
+                break;
+            }
+        }
+        self.plan = plan;
+    }
+
+    /// Calls `put` with each slice of the current plan, in order.
+    fn each_slice<'a>(&'a self, mut put: impl FnMut(&'a [u8])) {
+        let piece = self.config.piece_size;
+        let mut cursors = [(0, 0); 2];
+        let mut slices = usize::MAX;
+        for &(lane, run) in &self.plan.runs[..self.plan.len] {
+            let q = self.lane(lane);
+            walk(
+                &q.entries,
+                &mut cursors[lane as usize],
+                run,
+                piece,
+                &mut slices,
+                &mut put,
+            );
+        }
+    }
+
+    /// Takes `n` written bytes off the front of `lane`; returns how many
+    /// pushes that completed.
+    fn consume(&mut self, lane: Lane, mut n: usize) -> usize {
+        let q = self.lane_mut(lane);
+        q.pending -= n;
+        q.written += n as u64;
+        while n > 0 {
+            let Some(front) = q.entries.front_mut() else {
+                break;
+            };
+            if n < front.len() {
+                front.advance(n);
+                break;
+            }
+            n -= front.len();
+            q.entries.pop_front();
+        }
+        let mut completed = 0;
+        while let Some(&end) = q.ends.front() {
+            if end > q.written {
+                break;
+            }
+            q.ends.pop_front();
+            q.done = end;
+            completed += 1;
+        }
+        completed
+    }
+}
+
+impl Plan {
+    fn push(&mut self, lane: Lane, run: usize) {
+        if run > 0 {
+            self.runs[self.len] = (lane, run);
+            self.len += 1;
+            self.total += run;
+        }
+    }
+}
