@@ -85,3 +85,28 @@ impl tokio::io::AsyncRead for Pieces<'_> {
         Poll::Ready(Ok(()))
     }
 }
+
+/// An in-memory writer that takes everything and only counts it; the count
+/// goes through `black_box`, so no write is optimized away.
+#[derive(Debug, Default)]
+pub struct Counting {
+    /// Bytes written so far.
+    pub bytes: usize,
+}
+
+impl std::io::Write for Counting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes += std::hint::black_box(buf).len();
+        Ok(buf.len())
+    }
+
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        let n = std::hint::black_box(bufs).iter().map(|b| b.len()).sum();
+        self.bytes += n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

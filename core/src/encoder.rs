@@ -3,31 +3,116 @@
 
 use bytes::{Bytes, BytesMut};
 
-use crate::error::Error;
+use alloc::boxed::Box;
+
+use crate::error::{Error, Misuse, Unencodable};
+
+/// The most bytes a part of framing keeps inline in a [`Frame`].
+pub const INLINE_FRAMING: usize = 16;
+
+/// A piece of framing: a few bytes kept inline (no allocation, no
+/// reference count), or a shared `Bytes`.
+#[derive(Clone, Debug)]
+pub(crate) enum Part {
+    Inline {
+        bytes: [u8; INLINE_FRAMING],
+        len: u8,
+    },
+    Shared(Bytes),
+}
+
+impl Part {
+    const EMPTY: Self = Self::Inline {
+        bytes: [0; INLINE_FRAMING],
+        len: 0,
+    };
+
+    /// `bytes` inline if they fit, else copied into a `Bytes` of their own.
+    fn copy(bytes: &[u8]) -> Self {
+        match u8::try_from(bytes.len()) {
+            Ok(len) if bytes.len() <= INLINE_FRAMING => {
+                let mut inline = [0; INLINE_FRAMING];
+                inline[..bytes.len()].copy_from_slice(bytes);
+                Self::Inline { bytes: inline, len }
+            }
+            _ => Self::Shared(Bytes::copy_from_slice(bytes)),
+        }
+    }
+
+    /// The first `len` bytes of `bytes`, inline, without a variable-length
+    /// copy (which would cost a `memcpy` call and a store-forwarding stall
+    /// per frame).
+    #[inline]
+    pub(crate) fn inline(bytes: [u8; INLINE_FRAMING], len: usize) -> Self {
+        Self::Inline {
+            bytes,
+            len: u8::try_from(len.min(INLINE_FRAMING)).unwrap_or(0),
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Inline { bytes, len } => &bytes[..usize::from(*len)],
+            Self::Shared(bytes) => bytes,
+        }
+    }
+}
+
+impl PartialEq for Part {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Part {}
 
 /// A frame ready to be written: a head, a body and a tail, in that order.
 ///
 /// Encoders put their framing (a length field, a delimiter) in the head or
-/// the tail, as small `Bytes` of their own, and leave the body, the
-/// caller's payload, exactly as it was given: no copy. Empty parts cost
-/// nothing. A [`WriteQueue`](crate::WriteQueue) keeps the parts of a frame
-/// together: nothing is written between them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// the tail and leave the body, the caller's payload, exactly as it was
+/// given: no copy. Framing of up to [`INLINE_FRAMING`] bytes is kept inline
+/// in the frame (no allocation, no reference count); a
+/// [`WriteQueue`](crate::WriteQueue) copies it into its reusable run
+/// buffer, next to the framing of the frames around it, so a header never
+/// costs an `iovec` or an allocation of its own. The queue keeps the parts
+/// of a frame together: nothing is written between them.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
-    head: Bytes,
+    head: Part,
     body: Bytes,
-    tail: Bytes,
+    tail: Part,
+}
+
+impl Default for Frame {
+    fn default() -> Self {
+        Self::from(Bytes::new())
+    }
 }
 
 impl Frame {
-    /// A frame of its three parts.
+    /// A frame of three shared parts.
     pub fn new(head: Bytes, body: Bytes, tail: Bytes) -> Self {
-        Self { head, body, tail }
+        Self {
+            head: Part::Shared(head),
+            body,
+            tail: Part::Shared(tail),
+        }
+    }
+
+    /// A frame whose head and tail are copied in: inline when they are at
+    /// most [`INLINE_FRAMING`] bytes (the encoders' case), else into a
+    /// `Bytes` each.
+    pub fn with_framing(head: &[u8], body: Bytes, tail: &[u8]) -> Self {
+        Self {
+            head: Part::copy(head),
+            body,
+            tail: Part::copy(tail),
+        }
     }
 
     /// The framing before the body.
-    pub fn head(&self) -> &Bytes {
-        &self.head
+    pub fn head(&self) -> &[u8] {
+        self.head.as_slice()
     }
 
     /// The payload.
@@ -36,13 +121,13 @@ impl Frame {
     }
 
     /// The framing after the body.
-    pub fn tail(&self) -> &Bytes {
-        &self.tail
+    pub fn tail(&self) -> &[u8] {
+        self.tail.as_slice()
     }
 
     /// Total length on the wire.
     pub fn len(&self) -> usize {
-        self.head.len() + self.body.len() + self.tail.len()
+        self.head().len() + self.body.len() + self.tail().len()
     }
 
     /// Whether the frame has no bytes at all.
@@ -50,24 +135,32 @@ impl Frame {
         self.len() == 0
     }
 
-    /// The parts, in wire order.
-    pub fn into_parts(self) -> [Bytes; 3] {
-        [self.head, self.body, self.tail]
+    /// The payload, dropping the framing.
+    pub fn into_body(self) -> Bytes {
+        self.body
     }
 
-    /// The wire bytes as one `Bytes` (copies unless only one part is
-    /// non-empty). For tests and for callers that need one buffer.
+    /// The wire bytes as one `Bytes` (a copy, unless the frame is all body).
+    /// For tests and for callers that need one buffer.
     pub fn to_bytes(&self) -> Bytes {
-        match (self.head.is_empty(), self.tail.is_empty()) {
-            (true, true) => self.body.clone(),
-            _ => {
-                let mut out = BytesMut::with_capacity(self.len());
-                out.extend_from_slice(&self.head);
-                out.extend_from_slice(&self.body);
-                out.extend_from_slice(&self.tail);
-                out.freeze()
-            }
+        if self.head().is_empty() && self.tail().is_empty() {
+            return self.body.clone();
         }
+        let mut out = BytesMut::with_capacity(self.len());
+        out.extend_from_slice(self.head());
+        out.extend_from_slice(&self.body);
+        out.extend_from_slice(self.tail());
+        out.freeze()
+    }
+
+    /// A frame of inline framing made by an encoder.
+    #[inline]
+    pub(crate) fn from_parts(head: Part, body: Bytes, tail: Part) -> Self {
+        Self { head, body, tail }
+    }
+
+    pub(crate) fn into_raw(self) -> (Part, Bytes, Part) {
+        (self.head, self.body, self.tail)
     }
 }
 
@@ -75,8 +168,9 @@ impl From<Bytes> for Frame {
     /// A frame that is all body.
     fn from(body: Bytes) -> Self {
         Self {
+            head: Part::EMPTY,
             body,
-            ..Self::default()
+            tail: Part::EMPTY,
         }
     }
 }
@@ -88,7 +182,7 @@ impl From<Bytes> for Frame {
 ///
 /// let mut codec = LengthPrefixed::new();
 /// let frame = codec.encode(Bytes::from_static(b"hello"))?;
-/// assert_eq!(&frame.head()[..], b"\0\0\0\x05"); // from a reusable arena
+/// assert_eq!(frame.head(), b"\0\0\0\x05"); // inline: no allocation
 /// assert_eq!(&frame.body()[..], b"hello"); // the payload, not copied
 ///
 /// // Encoding then decoding gives the item back.
@@ -113,51 +207,11 @@ pub trait Encoder {
     fn encode(&mut self, item: Self::Item) -> Result<Frame, Error>;
 }
 
-/// Bytes of one arena block: room for about a thousand 4-byte headers.
-const ARENA_BLOCK: usize = 4 * 1024;
-
-/// Small headers cut from one reusable block instead of one allocation
-/// each. A header shares the block while it is alive; once the headers of
-/// a block have all been written and dropped, the block is reused.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Arena {
-    block: BytesMut,
+/// The error for an item an encoder refuses, made out of line and returned
+/// through a box, for the same reason as the decoders' errors: a by-value
+/// `Error` from a call would put every frame's `Result` through memory.
+#[cold]
+#[inline(never)]
+pub(crate) fn refuse(why: Unencodable) -> Box<Error> {
+    Box::new(Error::Misuse(Misuse::Unencodable(why)))
 }
-
-impl Arena {
-    /// `bytes` as an owned `Bytes` cut from the arena.
-    #[inline]
-    pub(crate) fn header(&mut self, bytes: &[u8]) -> Bytes {
-        if self.block.capacity() < bytes.len() {
-            self.block.reserve(ARENA_BLOCK.max(bytes.len()));
-        }
-        self.block.extend_from_slice(bytes);
-        self.block.split().freeze()
-    }
-}
-
-/// Every byte value, so a one-byte delimiter is a `'static` slice.
-pub(crate) static BYTE_VALUES: [u8; 256] = {
-    let mut all = [0u8; 256];
-    let mut b: u8 = 0;
-    loop {
-        all[b as usize] = b;
-        if b == u8::MAX {
-            break all;
-        }
-        b += 1;
-    }
-};
-
-/// `\r` followed by every byte value, so a CRLF-style ending is `'static`.
-pub(crate) static CR_THEN: [[u8; 2]; 256] = {
-    let mut all = [[b'\r', 0u8]; 256];
-    let mut b: u8 = 0;
-    loop {
-        all[b as usize][1] = b;
-        if b == u8::MAX {
-            break all;
-        }
-        b += 1;
-    }
-};

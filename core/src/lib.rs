@@ -88,7 +88,7 @@ pub use codec::length::{Endian, LengthConfig, LengthPrefixed, DEFAULT_MAX_FRAME_
 pub use codec::lines::{Lines, LinesConfig, DEFAULT_MAX_LINE_LENGTH};
 pub use codec::varint::{Varint, VarintConfig, MAX_VARINT_LEN};
 pub use decoder::{Decoder, Frames};
-pub use encoder::{Encoder, Frame};
+pub use encoder::{Encoder, Frame, INLINE_FRAMING};
 pub use error::{Error, Fault, InvalidInput, Limit, Misuse, Rejected, Unencodable};
 pub use recv_buf::{
     RecvBuf, RecvBufConfig, DEFAULT_IDLE_CAPACITY, DEFAULT_MAX_BUFFERED, DEFAULT_READ_RESERVE,

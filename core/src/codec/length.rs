@@ -27,11 +27,12 @@
 //! s)` with `skip(s)`; the tests check the two agree); and the frame limit
 //! applies to the adjusted body length, not to the raw field.
 
+use alloc::boxed::Box;
 use bytes::Bytes;
 
 use crate::decoder::{complete, Decoder, Latch, Step};
-use crate::encoder::{Arena, Encoder, Frame};
-use crate::error::{Error, InvalidInput, Limit, Misuse, Unencodable};
+use crate::encoder::{refuse, Encoder, Frame, Part, INLINE_FRAMING};
+use crate::error::{Error, InvalidInput, Limit, Unencodable};
 use crate::recv_buf::RecvBuf;
 
 /// Default [`LengthConfig::max_frame_length`]: 8 MiB, bytes.
@@ -193,7 +194,6 @@ pub struct LengthPrefixed {
     head: usize,
     skip: usize,
     latch: Latch,
-    arena: Arena,
 }
 
 impl Default for LengthPrefixed {
@@ -240,7 +240,6 @@ impl LengthPrefixed {
             skip: config.skip.unwrap_or(config.header_len()),
             config,
             latch: Latch::default(),
-            arena: Arena::default(),
         }
     }
 
@@ -277,6 +276,18 @@ impl LengthPrefixed {
         }
         complete(buf, self.head, body, self.skip, &mut self.latch)
     }
+}
+
+/// The error for encoding with a field offset, out of line (see
+/// [`refuse`]).
+#[cold]
+#[inline(never)]
+fn offset_unencodable(offset: usize) -> Box<Error> {
+    Box::new(Error::invalid_config(
+        "field_offset",
+        offset as u64,
+        "0 to encode: the encoder writes the length field and the body",
+    ))
 }
 
 /// Reads an unsigned integer of 1 to 8 bytes.
@@ -322,8 +333,8 @@ impl Decoder for LengthPrefixed {
 impl Encoder for LengthPrefixed {
     type Item = Bytes;
 
-    /// Frames a body: the length field as a small head cut from a reusable
-    /// arena, the body untouched. The field holds `len - adjustment`.
+    /// Frames a body: the length field as an inline head (no allocation),
+    /// the body untouched. The field holds `len - adjustment`.
     ///
     /// The item is what the decoder gives back with the default skip (the
     /// body). With a shorter skip, the decoder gives back the header bytes
@@ -336,49 +347,49 @@ impl Encoder for LengthPrefixed {
     /// adjustment asks for more bytes than the body has, and
     /// [`Misuse::InvalidConfig`] for a `field_offset` other than 0: the
     /// bytes before the field are the caller's to frame.
+    #[inline(always)]
     fn encode(&mut self, body: Bytes) -> Result<Frame, Error> {
         let config = &self.config;
         if config.offset != 0 {
-            return Err(Error::invalid_config(
-                "field_offset",
-                config.offset as u64,
-                "0 to encode: the encoder writes the length field and the body",
-            ));
+            return Err(*offset_unencodable(config.offset));
         }
         let len = body.len() as u64;
-        let refuse = |why| Err(Error::Misuse(Misuse::Unencodable(why)));
         if len > config.max_frame {
-            return refuse(Unencodable::TooLong {
+            return Err(*refuse(Unencodable::TooLong {
                 len,
                 max: config.max_frame,
-            });
+            }));
         }
         // width is 1..=8: the shift is 0..=56.
         let field_max = u64::MAX >> (8 * (8 - config.width));
         let field = i128::from(len) - i128::from(config.adjustment);
         let Ok(field) = u64::try_from(field) else {
-            return refuse(Unencodable::TooShort {
+            return Err(*refuse(Unencodable::TooShort {
                 len,
                 min: u64::try_from(config.adjustment).unwrap_or(0),
-            });
+            }));
         };
         if field > field_max {
             let max = i128::from(field_max) + i128::from(config.adjustment);
-            return refuse(Unencodable::TooLong {
+            return Err(*refuse(Unencodable::TooLong {
                 len,
                 max: u64::try_from(max).unwrap_or(0),
-            });
+            }));
         }
-        let bytes = match config.endian {
-            Endian::Big => field.to_be_bytes(),
+        // The field's bytes at the front of 8, in wire order: fixed-size
+        // writes only.
+        let wire = match config.endian {
+            Endian::Big => (field << (8 * (8 - config.width))).to_be_bytes(),
             Endian::Little => field.to_le_bytes(),
         };
-        let at = match config.endian {
-            Endian::Big => 8 - config.width,
-            Endian::Little => 0,
-        };
-        let head = self.arena.header(&bytes[at..at + config.width]);
-        Ok(Frame::new(head, body, Bytes::new()))
+        let mut head = [0u8; INLINE_FRAMING];
+        head[..8].copy_from_slice(&wire);
+        let head = Part::inline(head, config.width);
+        Ok(Frame::from_parts(
+            head,
+            body,
+            Part::inline([0; INLINE_FRAMING], 0),
+        ))
     }
 }
 

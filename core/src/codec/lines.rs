@@ -13,8 +13,8 @@
 use bytes::Bytes;
 
 use crate::decoder::{Cut, Decoder, Latch, Step};
-use crate::encoder::{Encoder, Frame, BYTE_VALUES, CR_THEN};
-use crate::error::{Error, InvalidInput, Limit, Misuse, Unencodable};
+use crate::encoder::{refuse, Encoder, Frame, Part, INLINE_FRAMING};
+use crate::error::{Error, InvalidInput, Limit, Unencodable};
 use crate::recv_buf::RecvBuf;
 
 /// Default [`LinesConfig::max_length`]: 64 KiB, bytes.
@@ -290,7 +290,7 @@ impl Encoder for Lines {
     type Item = Bytes;
 
     /// Frames a line: the line as the body, the delimiter (`\r` and the
-    /// delimiter with [`crlf`](LinesConfig::crlf)) as a `'static` tail. No
+    /// delimiter with [`crlf`](LinesConfig::crlf)) as an inline tail. No
     /// allocation, no copy.
     ///
     /// # Errors
@@ -298,32 +298,35 @@ impl Encoder for Lines {
     /// [`Unencodable`] when the line could not be read back as it is: it
     /// holds the delimiter, is longer than `max_length`, ends in `\r` while
     /// the decoder strips it, or is not UTF-8 while UTF-8 is required.
+    #[inline(always)]
     fn encode(&mut self, line: Bytes) -> Result<Frame, Error> {
         let config = &self.config;
-        let refuse = |why| Err(Error::Misuse(Misuse::Unencodable(why)));
         if line.len() > config.max_length {
-            return refuse(Unencodable::TooLong {
+            return Err(*refuse(Unencodable::TooLong {
                 len: line.len() as u64,
                 max: config.max_length as u64,
-            });
+            }));
         }
         if let Some(offset) = memchr::memchr(config.delimiter, &line) {
-            return refuse(Unencodable::ContainsDelimiter { offset });
+            return Err(*refuse(Unencodable::ContainsDelimiter { offset }));
         }
         if config.strip_cr && line.last() == Some(&b'\r') {
-            return refuse(Unencodable::EndsWithCr);
+            return Err(*refuse(Unencodable::EndsWithCr));
         }
         if config.utf8 && simdutf8::basic::from_utf8(&line).is_err() {
             let valid_up_to = core::str::from_utf8(&line).map_or_else(|e| e.valid_up_to(), |_| 0);
-            return refuse(Unencodable::NotUtf8 { valid_up_to });
+            return Err(*refuse(Unencodable::NotUtf8 { valid_up_to }));
         }
-        let d = usize::from(config.delimiter);
-        let tail: &'static [u8] = if config.crlf {
-            &CR_THEN[d]
+        let mut tail = [0u8; INLINE_FRAMING];
+        let tail = if config.crlf {
+            tail[..2].copy_from_slice(&[b'\r', config.delimiter]);
+            Part::inline(tail, 2)
         } else {
-            &BYTE_VALUES[d..=d]
+            tail[0] = config.delimiter;
+            Part::inline(tail, 1)
         };
-        Ok(Frame::new(Bytes::new(), line, Bytes::from_static(tail)))
+        let head = Part::inline([0; INLINE_FRAMING], 0);
+        Ok(Frame::from_parts(head, line, tail))
     }
 }
 

@@ -18,8 +18,8 @@ use bytes::Bytes;
 
 use crate::codec::length::DEFAULT_MAX_FRAME_LENGTH;
 use crate::decoder::{complete, Decoder, Latch, Step};
-use crate::encoder::{Arena, Encoder, Frame};
-use crate::error::{Error, InvalidInput, Limit, Misuse, Unencodable};
+use crate::encoder::{refuse, Encoder, Frame, Part, INLINE_FRAMING};
+use crate::error::{Error, InvalidInput, Limit, Unencodable};
 use crate::recv_buf::RecvBuf;
 
 /// The most bytes a `u64` varint takes.
@@ -76,7 +76,6 @@ impl VarintConfig {
 pub struct Varint {
     config: VarintConfig,
     latch: Latch,
-    arena: Arena,
 }
 
 impl Varint {
@@ -174,21 +173,22 @@ impl Decoder for Varint {
 impl Encoder for Varint {
     type Item = Bytes;
 
-    /// Frames a body: its length as a minimal LEB128 head cut from a
-    /// reusable arena, the body untouched.
+    /// Frames a body: its length as a minimal LEB128 inline head (no
+    /// allocation), the body untouched.
     ///
     /// # Errors
     ///
     /// [`Unencodable::TooLong`] past `max_frame_length`.
+    #[inline(always)]
     fn encode(&mut self, body: Bytes) -> Result<Frame, Error> {
         let len = body.len() as u64;
         if len > self.config.max_frame {
-            return Err(Error::Misuse(Misuse::Unencodable(Unencodable::TooLong {
+            return Err(*refuse(Unencodable::TooLong {
                 len,
                 max: self.config.max_frame,
-            })));
+            }));
         }
-        let mut head = [0u8; MAX_VARINT_LEN];
+        let mut head = [0u8; INLINE_FRAMING];
         let mut n = len;
         let mut i = 0;
         // Each group is masked to 7 bits before the cast; 64 bits take at
@@ -199,8 +199,12 @@ impl Encoder for Varint {
             i += 1;
         }
         head[i] = (n & 0x7f) as u8;
-        let head = self.arena.header(&head[..=i]);
-        Ok(Frame::new(head, body, Bytes::new()))
+        let head = Part::inline(head, i + 1);
+        Ok(Frame::from_parts(
+            head,
+            body,
+            Part::inline([0; INLINE_FRAMING], 0),
+        ))
     }
 }
 

@@ -3,7 +3,7 @@
 use alloc::collections::VecDeque;
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::encoder::Frame;
+use crate::encoder::{Frame, Part};
 use crate::error::{Error, Limit, Misuse, Rejected};
 use crate::write::config::WriteQueueConfig;
 
@@ -74,7 +74,10 @@ struct LaneQueue {
     /// Its length is the number of pending pushes; it never allocates once
     /// grown to the item limit.
     ends: VecDeque<u64>,
-    /// Bytes not yet written (including, for bulk, the staging buffer).
+    /// Small writes and inline framing being coalesced into one run;
+    /// logically after `entries`.
+    staging: BytesMut,
+    /// Bytes not yet written (including the staging buffer).
     pending: usize,
     /// Bytes pushed and bytes written since the queue was made.
     pushed: u64,
@@ -84,6 +87,26 @@ struct LaneQueue {
 }
 
 impl LaneQueue {
+    /// Copies a small write into the run buffer; a run holds at most
+    /// `limit` bytes (or one write, if that is larger).
+    fn stage(&mut self, bytes: &[u8], limit: usize) {
+        if !self.staging.is_empty() && self.staging.len() + bytes.len() > limit {
+            self.seal();
+        }
+        if self.staging.capacity() - self.staging.len() < bytes.len() {
+            self.staging.reserve(limit.max(bytes.len()));
+        }
+        self.staging.extend_from_slice(bytes);
+    }
+
+    /// Turns the run buffer's bytes into an entry of their own.
+    fn seal(&mut self) {
+        if !self.staging.is_empty() {
+            let run = self.staging.split().freeze();
+            self.entries.push_back(run);
+        }
+    }
+
     /// Whether some bytes of a push are written and its last byte is not.
     fn mid_frame(&self) -> bool {
         self.written > self.done
@@ -211,8 +234,6 @@ impl Plan {
 pub struct WriteQueue {
     bulk: LaneQueue,
     urgent: LaneQueue,
-    /// Small bulk writes being coalesced; logically after `bulk.entries`.
-    staging: BytesMut,
     plan: Plan,
     closed: bool,
     config: WriteQueueConfig,
@@ -235,7 +256,6 @@ impl WriteQueue {
         Self {
             bulk: LaneQueue::default(),
             urgent: LaneQueue::default(),
-            staging: BytesMut::new(),
             plan: Plan::EMPTY,
             closed: false,
             config,
@@ -358,9 +378,9 @@ impl WriteQueue {
         for lane in [&mut self.bulk, &mut self.urgent] {
             lane.entries.clear();
             lane.ends.clear();
+            lane.staging.clear();
             lane.pending = 0;
         }
-        self.staging.clear();
         self.plan = Plan::EMPTY;
         self.closed = true;
         dropped
@@ -466,69 +486,81 @@ impl WriteQueue {
         Ok(())
     }
 
+    #[inline]
     fn push_in(&mut self, lane: Lane, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
-        match self.admit(lane, bytes.len()) {
-            Ok(()) => Ok(self.enqueue(lane, [bytes, Bytes::new(), Bytes::new()])),
-            Err(e) => Err(Rejected::new(e, bytes)),
+        if let Err(e) = self.admit(lane, bytes.len()) {
+            return Err(Rejected::new(e, bytes));
         }
+        let ticket = self.account(lane, bytes.len());
+        if !bytes.is_empty() {
+            self.append(lane, bytes);
+        }
+        Ok(ticket)
     }
 
     // A refused frame comes back by value: boxing it would allocate on
     // every refusal, and refusals are how backpressure works.
     #[allow(clippy::result_large_err)]
     fn push_frame_in(&mut self, lane: Lane, frame: Frame) -> Result<Ticket, Rejected<Frame>> {
-        match self.admit(lane, frame.len()) {
-            Ok(()) => Ok(self.enqueue(lane, frame.into_parts())),
-            Err(e) => Err(Rejected::new(e, frame)),
+        if let Err(e) = self.admit(lane, frame.len()) {
+            return Err(Rejected::new(e, frame));
         }
+        let ticket = self.account(lane, frame.len());
+        let (head, body, tail) = frame.into_raw();
+        self.append_part(lane, head);
+        if !body.is_empty() {
+            self.append(lane, body);
+        }
+        self.append_part(lane, tail);
+        Ok(ticket)
     }
 
-    /// Queues an admitted push.
-    fn enqueue(&mut self, lane: Lane, parts: [Bytes; 3]) -> Ticket {
-        let len: usize = parts.iter().map(Bytes::len).sum();
-        let coalesce_below = self.config.coalesce_below;
+    /// Counts an admitted push of `len` bytes and names it.
+    #[inline]
+    fn account(&mut self, lane: Lane, len: usize) -> Ticket {
         let q = self.lane_mut(lane);
         q.pushed += len as u64;
         let ticket = Ticket {
             lane,
             end: q.pushed,
         };
-        if q.pending == 0 && len == 0 {
-            // Nothing before it, nothing in it: complete already.
-            return ticket;
-        }
-        q.pending += len;
-        q.ends.push_back(ticket.end);
-        for part in parts.into_iter().filter(|p| !p.is_empty()) {
-            if lane == Lane::Bulk && part.len() < coalesce_below {
-                self.stage(&part);
-            } else {
-                if lane == Lane::Bulk {
-                    self.seal();
-                }
-                self.lane_mut(lane).entries.push_back(part);
-            }
+        // A push with nothing before it and nothing in it is complete
+        // already; any other ends where its last byte (or the last pending
+        // byte) ends.
+        if q.pending > 0 || len > 0 {
+            q.pending += len;
+            q.ends.push_back(ticket.end);
         }
         ticket
     }
 
-    /// Copies a small bulk write into the staging buffer.
-    fn stage(&mut self, part: &[u8]) {
+    /// Queues one non-empty payload: copied into the lane's run buffer when
+    /// it is small, else kept as it is.
+    #[inline]
+    fn append(&mut self, lane: Lane, bytes: Bytes) {
+        let coalesce_below = self.config.coalesce_below;
         let limit = self.config.coalesce_limit;
-        if !self.staging.is_empty() && self.staging.len() + part.len() > limit {
-            self.seal();
+        let q = self.lane_mut(lane);
+        if bytes.len() < coalesce_below {
+            q.stage(&bytes, limit);
+        } else {
+            q.seal();
+            q.entries.push_back(bytes);
         }
-        if self.staging.capacity() - self.staging.len() < part.len() {
-            self.staging.reserve(limit.max(part.len()));
-        }
-        self.staging.extend_from_slice(part);
     }
 
-    /// Turns the staged bytes into an entry of their own.
-    fn seal(&mut self) {
-        if !self.staging.is_empty() {
-            let bytes = self.staging.split().freeze();
-            self.bulk.entries.push_back(bytes);
+    /// Queues a part of framing: inline framing is always copied into the
+    /// run buffer (an `iovec` of its own would cost more than its bytes).
+    #[inline]
+    fn append_part(&mut self, lane: Lane, part: Part) {
+        match part {
+            Part::Inline { .. } if part.as_slice().is_empty() => {}
+            Part::Inline { .. } => {
+                let limit = self.config.coalesce_limit;
+                self.lane_mut(lane).stage(part.as_slice(), limit);
+            }
+            Part::Shared(bytes) if bytes.is_empty() => {}
+            Part::Shared(bytes) => self.append(lane, bytes),
         }
     }
 
@@ -537,7 +569,8 @@ impl WriteQueue {
     /// bulk data. Urgent data so goes out at the first push boundary, even
     /// inside a coalesced run.
     fn make_plan(&mut self, room: usize) {
-        self.seal();
+        self.bulk.seal();
+        self.urgent.seal();
         let piece = self.config.piece_size;
         let mut slices = room.min(self.config.max_slices);
         let mut bytes = self.config.max_drain_bytes;
