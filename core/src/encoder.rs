@@ -73,9 +73,10 @@ impl Eq for Part {}
 /// given: no copy. Framing of up to [`INLINE_FRAMING`] bytes is kept inline
 /// in the frame (no allocation, no reference count); a
 /// [`WriteQueue`](crate::WriteQueue) copies it into its reusable run
-/// buffer, next to the framing of the frames around it, so a header never
-/// costs an `iovec` or an allocation of its own. The queue keeps the parts
-/// of a frame together: nothing is written between them.
+/// buffer, next to small writes and the framing of small frames around it,
+/// so a header never costs an allocation, and costs an `iovec` of its own
+/// only next to a large body. The queue keeps the parts of a frame
+/// together: nothing is written between them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
     head: Part,

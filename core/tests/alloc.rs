@@ -233,7 +233,8 @@ fn zero_allocations_per_push_in_steady_state() {
         "64-byte pushes: {allocs} allocations, {blocks} blocks"
     );
 
-    // Encoded frames: the header from the encoder's arena, the body as is.
+    // Encoded frames: the header inline, copied into the run buffer; the
+    // body as it is.
     let body = Bytes::from(vec![9u8; 1024]);
     let mut codec = LengthPrefixed::new();
     let allocs = queue_allocations(FRAMES, |q| {

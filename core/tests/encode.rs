@@ -94,10 +94,11 @@ proptest! {
             .crlf(crlf)
             .strip_cr(strip_cr)
             .delimiter(if nul { 0 } else { b'\n' });
-        // A line ending in `\r` cannot be read back when `\r` is stripped.
+        // A line ending in `\r` right before the delimiter cannot be read
+        // back when `\r` is stripped; after the `\r` of `\r\n` it can.
         let items: Vec<Bytes> = lines
             .into_iter()
-            .filter(|l| !(strip_cr && l.last() == Some(&b'\r')))
+            .filter(|l| !(strip_cr && !crlf && l.last() == Some(&b'\r')))
             .map(Bytes::from)
             .collect();
         let out = round_trip(Lines::with_config(config), &items, piece);
@@ -136,6 +137,33 @@ fn lines_refuse_what_would_not_read_back() {
         encode(&mut lines, b"ab\xff"),
         unencodable(Unencodable::NotUtf8 { valid_up_to: 2 })
     );
+}
+
+#[test]
+fn crlf_edge_cases_read_back() {
+    // With `\r` as the delimiter, crlf adds nothing (`\r\r` would be an
+    // empty line more).
+    let config = LinesConfig::default()
+        .delimiter(b'\r')
+        .crlf(true)
+        .strip_cr(false);
+    let out = round_trip(Lines::with_config(config), &[Bytes::from_static(b"a")], 1);
+    assert_eq!(out, ["a"]);
+    // Without strip_cr the decoder keeps the `\r`: it counts in the limit.
+    let config = LinesConfig::default()
+        .crlf(true)
+        .strip_cr(false)
+        .max_length(3);
+    let mut lines = Lines::with_config(config);
+    assert_eq!(
+        lines.encode(Bytes::from_static(b"abc")).unwrap_err(),
+        unencodable(Unencodable::TooLong { len: 3, max: 2 })
+    );
+    assert_eq!(round_trip(lines, &[Bytes::from_static(b"ab")], 1), ["ab\r"]);
+    // With strip_cr, a line of exactly the limit reads back.
+    let config = LinesConfig::default().crlf(true).max_length(3);
+    let items = [Bytes::from_static(b"ab\r"), Bytes::from_static(b"abc")];
+    assert_eq!(round_trip(Lines::with_config(config), &items, 2), items);
 }
 
 #[test]

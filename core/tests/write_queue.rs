@@ -10,11 +10,14 @@ use queue_model::Op;
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (any::<bool>(), prop_oneof![10usize..40, 10usize..700, 600usize..3000], any::<(u8, u8)>(), any::<bool>())
-            .prop_map(|(urgent, len, cuts, frame)| Op::Push { urgent: urgent && len < 200, len, cuts, frame }),
+        6 => (any::<bool>(), prop_oneof![10usize..40, 10usize..700, 600usize..3000], any::<(u8, u8)>(), any::<u8>())
+            .prop_map(|(urgent, len, cuts, shape)| Op::Push { urgent: urgent && len < 200, len, cuts, shape }),
         1 => any::<bool>().prop_map(|urgent| Op::Empty { urgent }),
-        4 => (0usize..10, any::<u8>()).prop_map(|(room, share)| Op::Write { room, share }),
+        5 => (0usize..10, any::<u8>(), prop::bool::weighted(0.2))
+            .prop_map(|(room, share, between)| Op::Write { room, share, between }),
+        1 => (0usize..10).prop_map(|room| Op::Peek { room }),
         1 => Just(Op::Close),
+        1 => prop::bool::weighted(0.1).prop_map(|abort| if abort { Op::Abort } else { Op::Close }),
     ]
 }
 
@@ -193,4 +196,23 @@ fn abort_drops_everything_closes_and_tickets_never_complete() {
         queue.push(Bytes::from_static(b"x")).unwrap_err().error(),
         &Error::Closed
     );
+}
+
+#[test]
+fn extreme_limits_do_not_panic_or_reserve_up_front() {
+    let config = WriteQueueConfig::default()
+        .coalesce_limit(usize::MAX)
+        .unwrap()
+        .max_bytes(usize::MAX)
+        .unwrap()
+        .max_drain_bytes(usize::MAX)
+        .unwrap()
+        .piece_size(usize::MAX)
+        .unwrap();
+    let mut queue = WriteQueue::with_config(config);
+    queue.push(Bytes::from_static(b"x")).unwrap();
+    queue.push_urgent(Bytes::from_static(b"ping")).unwrap();
+    let mut slices = [&b""[..]; 4];
+    let n = queue.chunks(&mut slices);
+    assert_eq!(slices[..n].concat(), b"pingx");
 }

@@ -37,15 +37,22 @@ fn parse(data: &[u8]) -> Option<(WriteQueueConfig, Vec<Op>)> {
         .ok()?;
     let ops = rest
         .chunks_exact(4)
-        .map(|op| match op[0] % 8 {
-            0..=3 => Op::Push {
+        .map(|op| match op[0] % 16 {
+            0..=6 => Op::Push {
                 urgent: op[0] & 0x80 != 0,
                 len: 10 + usize::from(op[1]) * (1 + usize::from(op[0] >> 4 & 3) * 8),
                 cuts: (op[2], op[3]),
-                frame: op[0] & 0x40 != 0,
+                shape: op[0] >> 6,
             },
-            4 => Op::Empty { urgent: op[1] & 1 != 0 },
-            5 | 6 => Op::Write { room: usize::from(op[1] % 12), share: op[2] },
+            7 => Op::Empty { urgent: op[1] & 1 != 0 },
+            8..=12 => Op::Write {
+                room: usize::from(op[1] % 12),
+                share: op[2],
+                between: op[3] & 7 == 0,
+            },
+            13 => Op::Peek { room: usize::from(op[1] % 12) },
+            14 => Op::Close,
+            _ if op[1] == 0xA5 => Op::Abort,
             _ => Op::Close,
         })
         .collect();

@@ -345,7 +345,8 @@ impl Encoder for LengthPrefixed {
     /// [`Unencodable::TooLong`] past `max_frame_length` or past what the
     /// field can hold, [`Unencodable::TooShort`] when a positive
     /// adjustment asks for more bytes than the body has, and
-    /// [`Misuse::InvalidConfig`] for a `field_offset` other than 0: the
+    /// [`Misuse::InvalidConfig`](crate::Misuse::InvalidConfig) for a
+    /// `field_offset` other than 0: the
     /// bytes before the field are the caller's to frame.
     #[inline(always)]
     fn encode(&mut self, body: Bytes) -> Result<Frame, Error> {

@@ -105,8 +105,9 @@ impl LinesConfig {
     }
 
     /// Whether the encoder ends lines with `\r` before the delimiter
-    /// (`\r\n`). Default `false`. The decoder accepts both endings while
-    /// [`strip_cr`](Self::strip_cr) is on.
+    /// (`\r\n`; ignored when the delimiter is `\r`). Default `false`. The
+    /// decoder accepts both endings while [`strip_cr`](Self::strip_cr) is
+    /// on.
     pub fn crlf(mut self, crlf: bool) -> Self {
         self.crlf = crlf;
         self
@@ -290,8 +291,12 @@ impl Encoder for Lines {
     type Item = Bytes;
 
     /// Frames a line: the line as the body, the delimiter (`\r` and the
-    /// delimiter with [`crlf`](LinesConfig::crlf)) as an inline tail. No
-    /// allocation, no copy.
+    /// delimiter with [`crlf`](LinesConfig::crlf), unless the delimiter is
+    /// itself `\r`) as an inline tail. No allocation, no copy.
+    ///
+    /// Decoding gives the line back as it was, except with `crlf` on and
+    /// [`strip_cr`](LinesConfig::strip_cr) off: the decoder then keeps the
+    /// `\r`, as asked.
     ///
     /// # Errors
     ///
@@ -301,16 +306,26 @@ impl Encoder for Lines {
     #[inline(always)]
     fn encode(&mut self, line: Bytes) -> Result<Frame, Error> {
         let config = &self.config;
-        if line.len() > config.max_length {
+        // `\r` before a `\r` delimiter would be a line of its own.
+        let crlf = config.crlf && config.delimiter != b'\r';
+        // Without `strip_cr` the decoder reads the `\r` of `\r\n` as part of
+        // the line, so it counts against the limit.
+        let read_len = line.len() + usize::from(crlf && !config.strip_cr);
+        if read_len > config.max_length {
             return Err(*refuse(Unencodable::TooLong {
                 len: line.len() as u64,
-                max: config.max_length as u64,
+                max: config
+                    .max_length
+                    .saturating_sub(usize::from(crlf && !config.strip_cr))
+                    as u64,
             }));
         }
         if let Some(offset) = memchr::memchr(config.delimiter, &line) {
             return Err(*refuse(Unencodable::ContainsDelimiter { offset }));
         }
-        if config.strip_cr && line.last() == Some(&b'\r') {
+        // A last `\r` right before the delimiter would be stripped; after
+        // the `\r` of `\r\n` it is kept.
+        if config.strip_cr && !crlf && line.last() == Some(&b'\r') {
             return Err(*refuse(Unencodable::EndsWithCr));
         }
         if config.utf8 && simdutf8::basic::from_utf8(&line).is_err() {
@@ -318,7 +333,7 @@ impl Encoder for Lines {
             return Err(*refuse(Unencodable::NotUtf8 { valid_up_to }));
         }
         let mut tail = [0u8; INLINE_FRAMING];
-        let tail = if config.crlf {
+        let tail = if crlf {
             tail[..2].copy_from_slice(&[b'\r', config.delimiter]);
             Part::inline(tail, 2)
         } else {

@@ -155,7 +155,8 @@ impl WriteQueueConfig {
 
     /// Writes shorter than this are copied into a shared buffer, so that one
     /// system call does not carry hundreds of tiny `iovec`s. `0` never
-    /// copies.
+    /// copies a payload (a [`Frame`](crate::Frame)'s inline framing, at most
+    /// 16 bytes a part, is still copied).
     pub fn coalesce_below(mut self, len: usize) -> Self {
         self.coalesce_below = len;
         self

@@ -22,7 +22,9 @@ pub enum Lane {
 /// A ticket is complete once everything up to that offset has been handed
 /// to the writer ([`WriteQueue::is_written`]). Tickets of a lane complete
 /// in order, each exactly once; a ticket costs no memory in the queue, so a
-/// push whose ticket is ignored (fire and forget) costs nothing extra.
+/// push whose ticket is ignored (fire and forget) costs nothing extra. An
+/// empty push ends where the push before it ends, and so shares its
+/// ticket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Ticket {
     lane: Lane,
@@ -88,13 +90,15 @@ struct LaneQueue {
 
 impl LaneQueue {
     /// Copies a small write into the run buffer; a run holds at most
-    /// `limit` bytes (or one write, if that is larger).
-    fn stage(&mut self, bytes: &[u8], limit: usize) {
+    /// `limit` bytes (or one write, if that is larger). The buffer grows by
+    /// `block` bytes at a time (a run longer than that grows like any
+    /// `BytesMut`), so a huge `limit` never reserves memory up front.
+    fn stage(&mut self, bytes: &[u8], limit: usize, block: usize) {
         if !self.staging.is_empty() && self.staging.len() + bytes.len() > limit {
             self.seal();
         }
         if self.staging.capacity() - self.staging.len() < bytes.len() {
-            self.staging.reserve(limit.max(bytes.len()));
+            self.staging.reserve(block.min(limit).max(bytes.len()));
         }
         self.staging.extend_from_slice(bytes);
     }
@@ -198,8 +202,9 @@ impl Plan {
 ///   [`Rejected`]. One push larger than the byte limit is accepted when its
 ///   lane is empty and then holds it alone, so no push is refused for ever.
 /// - Nothing is copied, except writes under
-///   [`coalesce_below`](WriteQueueConfig::coalesce_below), which are copied
-///   into a shared buffer on purpose (one `iovec` for many small writes).
+///   [`coalesce_below`](WriteQueueConfig::coalesce_below) and a frame's
+///   inline framing, which are copied into a reusable run buffer on purpose
+///   (one `iovec` for many small pieces).
 /// - No allocation per push in steady state, for payloads at or above the
 ///   coalescing threshold, and none per ticket.
 ///
@@ -292,7 +297,8 @@ impl WriteQueue {
         self.lane(lane).ends.len()
     }
 
-    /// Whether everything pushed has been handed to the writer.
+    /// Whether nothing is pending: everything pushed was handed to the
+    /// writer (or dropped by [`abort`](Self::abort)).
     pub fn is_flushed(&self) -> bool {
         self.is_empty()
     }
@@ -538,12 +544,10 @@ impl WriteQueue {
     /// it is small, else kept as it is.
     #[inline]
     fn append(&mut self, lane: Lane, bytes: Bytes) {
-        let coalesce_below = self.config.coalesce_below;
-        let limit = self.config.coalesce_limit;
-        let q = self.lane_mut(lane);
-        if bytes.len() < coalesce_below {
-            q.stage(&bytes, limit);
+        if bytes.len() < self.config.coalesce_below {
+            self.stage(lane, &bytes);
         } else {
+            let q = self.lane_mut(lane);
             q.seal();
             q.entries.push_back(bytes);
         }
@@ -555,13 +559,23 @@ impl WriteQueue {
     fn append_part(&mut self, lane: Lane, part: Part) {
         match part {
             Part::Inline { .. } if part.as_slice().is_empty() => {}
-            Part::Inline { .. } => {
-                let limit = self.config.coalesce_limit;
-                self.lane_mut(lane).stage(part.as_slice(), limit);
-            }
+            Part::Inline { .. } => self.stage(lane, part.as_slice()),
             Part::Shared(bytes) if bytes.is_empty() => {}
             Part::Shared(bytes) => self.append(lane, bytes),
         }
+    }
+
+    /// Copies bytes into the lane's run buffer. The bulk lane's buffer grows
+    /// in blocks of 16 KiB (one block serves hundreds of small writes); the
+    /// urgent lane's in blocks of 1 KiB, its writes being pings and closes.
+    #[inline]
+    fn stage(&mut self, lane: Lane, bytes: &[u8]) {
+        let limit = self.config.coalesce_limit;
+        let block = match lane {
+            Lane::Bulk => 16 * 1024,
+            Lane::Urgent => 1024,
+        };
+        self.lane_mut(lane).stage(bytes, limit, block);
     }
 
     /// Decides what the next drain hands out, in which order, within the
@@ -658,11 +672,19 @@ impl WriteQueue {
 }
 
 impl Plan {
+    /// Adds a run; one that follows a run of the same lane extends it, so
+    /// a coalesced entry is not handed out in two slices for nothing.
     fn push(&mut self, lane: Lane, run: usize) {
-        if run > 0 {
-            self.runs[self.len] = (lane, run);
-            self.len += 1;
-            self.total += run;
+        if run == 0 {
+            return;
+        }
+        self.total += run;
+        match self.len.checked_sub(1).map(|last| &mut self.runs[last]) {
+            Some((last_lane, last_run)) if *last_lane == lane => *last_run += run,
+            _ => {
+                self.runs[self.len] = (lane, run);
+                self.len += 1;
+            }
         }
     }
 }
