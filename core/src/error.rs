@@ -96,6 +96,46 @@ pub enum InvalidInput {
     /// A varint ends in a zero byte after the first: the same value has a
     /// shorter encoding.
     VarintNotMinimal,
+    /// A field of a sniffed protocol does not add up (a length that runs
+    /// past its container, a value the protocol does not allow).
+    Malformed(Field),
+}
+
+/// Which field of a sniffed protocol was malformed, for
+/// [`InvalidInput::Malformed`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Field {
+    /// A TLS record header (its length, or a record that is not a handshake
+    /// record while the ClientHello is not complete).
+    TlsRecord,
+    /// The TLS handshake message: not a ClientHello, or its length.
+    TlsHandshake,
+    /// The fixed part of a ClientHello (session id, cipher suites,
+    /// compression methods).
+    TlsClientHello,
+    /// A ClientHello extension's length, or an extension listed twice.
+    TlsExtension,
+    /// The server_name extension, or a host name in it that is not a DNS
+    /// name.
+    TlsServerName,
+    /// The ALPN extension.
+    TlsAlpn,
+    /// The supported_versions extension.
+    TlsSupportedVersions,
+    /// A PROXY protocol v1 line.
+    ProxyV1,
+    /// A PROXY protocol v2 header: version, command, family or length.
+    ProxyV2Header,
+    /// A PROXY protocol v2 address block shorter than its family needs.
+    ProxyV2Address,
+    /// A PROXY protocol v2 TLV that runs past the header, or a known TLV
+    /// with a value of the wrong size.
+    ProxyV2Tlv,
+    /// A PROXY protocol v2 CRC32C TLV that does not match the header.
+    ProxyV2Checksum,
+    /// A PROXY header was required and something else came.
+    ProxyMissing,
 }
 
 /// Which limit was hit, for [`Error::LimitExceeded`].
@@ -113,6 +153,9 @@ pub enum Limit {
     QueueItems,
     /// A write queue's maximum number of pending bytes.
     QueueBytes,
+    /// A sniffer's byte budget (a ClientHello, a request head or a PROXY
+    /// header longer than it will read).
+    SniffBudget,
 }
 
 /// How the caller misused the API, for [`Error::Misuse`].
@@ -272,7 +315,28 @@ impl fmt::Display for InvalidInput {
             Self::VarintTooLong => f.write_str("varint longer than 10 bytes"),
             Self::VarintOverflow => f.write_str("varint value does not fit in 64 bits"),
             Self::VarintNotMinimal => f.write_str("varint is not minimally encoded"),
+            Self::Malformed(field) => write!(f, "malformed {field}"),
         }
+    }
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::TlsRecord => "TLS record",
+            Self::TlsHandshake => "TLS handshake message",
+            Self::TlsClientHello => "TLS ClientHello",
+            Self::TlsExtension => "TLS extension",
+            Self::TlsServerName => "TLS server_name extension",
+            Self::TlsAlpn => "TLS ALPN extension",
+            Self::TlsSupportedVersions => "TLS supported_versions extension",
+            Self::ProxyV1 => "PROXY v1 line",
+            Self::ProxyV2Header => "PROXY v2 header",
+            Self::ProxyV2Address => "PROXY v2 addresses",
+            Self::ProxyV2Tlv => "PROXY v2 TLV",
+            Self::ProxyV2Checksum => "PROXY v2 CRC32C",
+            Self::ProxyMissing => "connection start: a PROXY header was required",
+        })
     }
 }
 
@@ -284,6 +348,7 @@ impl fmt::Display for Limit {
             Self::FrameLength => "frame length",
             Self::QueueItems => "write queue items",
             Self::QueueBytes => "write queue bytes",
+            Self::SniffBudget => "sniffing budget",
         })
     }
 }

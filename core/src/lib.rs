@@ -81,6 +81,7 @@ mod decoder;
 mod encoder;
 mod error;
 mod recv_buf;
+pub mod sniff;
 pub mod write;
 
 pub use bytes::{Bytes, BytesMut};
@@ -89,7 +90,7 @@ pub use codec::lines::{Lines, LinesConfig, DEFAULT_MAX_LINE_LENGTH};
 pub use codec::varint::{Varint, VarintConfig, MAX_VARINT_LEN};
 pub use decoder::{Decoder, Frames};
 pub use encoder::{Encoder, Frame, INLINE_FRAMING};
-pub use error::{Error, Fault, InvalidInput, Limit, Misuse, Rejected, Unencodable};
+pub use error::{Error, Fault, Field, InvalidInput, Limit, Misuse, Rejected, Unencodable};
 pub use recv_buf::{
     RecvBuf, RecvBufConfig, DEFAULT_IDLE_CAPACITY, DEFAULT_MAX_BUFFERED, DEFAULT_READ_RESERVE,
 };

@@ -1,0 +1,138 @@
+//! An HTTP/1.x request head, parsed with `httparse`: method, path, version,
+//! and the headers a router needs (Host, Upgrade, Connection).
+
+use alloc::string::String;
+
+use crate::error::{Error, Limit};
+use crate::sniff::Sniff;
+
+/// Default byte budget of [`sniff`]: 8 KiB, the request-head limit of
+/// nginx's default `large_client_header_buffers` and of Apache's
+/// `LimitRequestLine`.
+pub const DEFAULT_MAX_HEAD: usize = 8 * 1024;
+
+/// Default header count of [`sniff`]: 64, hyper's and h11's order of
+/// magnitude; a client needs a dozen.
+pub const DEFAULT_MAX_HEADERS: usize = 64;
+
+/// The most headers [`sniff`] can be asked to read: its header table lives
+/// on the stack.
+pub const MAX_HEADERS: usize = 128;
+
+/// What a request head says.
+#[non_exhaustive]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestHead {
+    /// The method, as sent.
+    pub method: String,
+    /// The request target, as sent.
+    pub path: String,
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub version: u8,
+    /// The Host header (port included, if sent).
+    pub host: Option<String>,
+    /// The Upgrade header.
+    pub upgrade: Option<String>,
+    /// The Connection header.
+    pub connection: Option<String>,
+}
+
+impl RequestHead {
+    /// Whether the request asks to switch protocols: `Connection` lists
+    /// `upgrade` and an `Upgrade` header names the protocol.
+    pub fn is_upgrade(&self) -> bool {
+        let listed = self.connection.as_deref().is_some_and(|c| {
+            c.split(',').any(|token| token.trim().eq_ignore_ascii_case("upgrade"))
+        });
+        listed && self.upgrade.is_some()
+    }
+
+    /// The host without its port, lowercased: what routing compares.
+    pub fn host_name(&self) -> Option<String> {
+        let host = self.host.as_deref()?;
+        let name = match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(v6),
+            None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+        };
+        Some(name.to_ascii_lowercase())
+    }
+}
+
+/// Sniffs an HTTP/1.x request head at the start of `data`, reading at most
+/// `max_len` bytes and `max_headers` headers (at most [`MAX_HEADERS`]).
+///
+/// `NoMatch` when the bytes are not a well-formed HTTP/1.x request (another
+/// protocol that happens to start with letters, such as `SSH-2.0-...` or
+/// `PROXY ...`, or a malformed request); `Invalid` with
+/// [`Limit::SniffBudget`] when the head is longer than `max_len` or has
+/// more headers than `max_headers`.
+///
+/// ```
+/// use cleave::sniff::{http, Sniff};
+///
+/// let head = b"GET /chat HTTP/1.1\r\nHost: example.com:8080\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nrest";
+/// match http::sniff(head, http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS) {
+///     Sniff::Match { facts, len } => {
+///         assert_eq!(facts.host_name().as_deref(), Some("example.com"));
+///         assert!(facts.is_upgrade());
+///         assert_eq!(&head[len..], b"rest");
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
+pub fn sniff(data: &[u8], max_len: usize, max_headers: usize) -> Sniff<RequestHead> {
+    if data.is_empty() {
+        return Sniff::NeedMore;
+    }
+    if !data[0].is_ascii_uppercase() {
+        return Sniff::NoMatch;
+    }
+    let window = &data[..data.len().min(max_len)];
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut headers[..max_headers.min(MAX_HEADERS)]);
+    match request.parse(window) {
+        Ok(httparse::Status::Complete(len)) => Sniff::Match {
+            facts: head_of(&request),
+            len,
+        },
+        Ok(httparse::Status::Partial) if window.len() < max_len => Sniff::NeedMore,
+        Ok(httparse::Status::Partial) => over_budget(max_len, max_len as u64 + 1),
+        Err(httparse::Error::TooManyHeaders) => {
+            over_budget(max_headers, max_headers as u64 + 1)
+        }
+        // Bytes httparse refuses are not (well-formed) HTTP: another
+        // protocol that starts with capitals (`SSH-2.0-...`, `PROXY ...`)
+        // or a broken request; either way this sniffer does not match.
+        // httparse refuses at the first offending byte, so the answer does
+        // not depend on how the bytes arrived.
+        Err(_) => Sniff::NoMatch,
+    }
+}
+
+fn over_budget<T>(max: usize, attempted: u64) -> Sniff<T> {
+    Sniff::Invalid(Error::LimitExceeded {
+        limit: Limit::SniffBudget,
+        max: max as u64,
+        attempted,
+        offset: 0,
+    })
+}
+
+fn head_of(request: &httparse::Request<'_, '_>) -> RequestHead {
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    let header = |name: &str| {
+        request
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| text(h.value).trim().into())
+    };
+    RequestHead {
+        method: request.method.unwrap_or_default().into(),
+        path: request.path.unwrap_or_default().into(),
+        version: request.version.unwrap_or_default(),
+        host: header("host"),
+        upgrade: header("upgrade"),
+        connection: header("connection"),
+    }
+}

@@ -1,0 +1,424 @@
+//! The PROXY protocol header (v1 and v2) a load balancer puts before the
+//! client's bytes, telling who the client really is.
+//!
+//! ```text
+//!   v1:  PROXY TCP4 192.0.2.1 198.51.100.1 56324 443\r\n      (at most 107 bytes)
+//!   v2:  \r\n\r\n\0\r\nQUIT\n | ver/cmd | family | length (2) | addresses | TLVs
+//! ```
+//!
+//! Unlike the other sniffers, a PROXY header is consumed: a
+//! [`Session`](crate::Session) takes it off the stream, records it, and
+//! sniffs what follows. v2 TLVs are read: ALPN, authority, CRC32C (checked
+//! against the header), unique id, SSL (with its sub-TLVs) and netns; the
+//! rest are kept raw.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use crate::error::{Error, Field, InvalidInput, Limit};
+use crate::sniff::{Reader, Sniff};
+
+/// Default byte budget of [`sniff`]: 4 KiB. A v2 header with every TLV
+/// haproxy sends is under 300 bytes; the format allows 64 KiB.
+pub const DEFAULT_MAX_HEADER: usize = 4 * 1024;
+
+/// The v2 signature.
+pub const V2_SIGNATURE: &[u8; 12] = b"\r\n\r\n\0\r\nQUIT\n";
+
+const V1_PREFIX: &[u8] = b"PROXY ";
+const V1_MAX: usize = 107;
+
+/// The command of a PROXY header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Command {
+    /// The connection is relayed for a client: the addresses are its.
+    Proxy,
+    /// The proxy speaks for itself (a health check): no client addresses.
+    Local,
+}
+
+/// The transport of the relayed connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// Not said (v1 `UNKNOWN`, v2 `UNSPEC`).
+    Unspecified,
+    /// TCP, or a Unix stream socket.
+    Stream,
+    /// UDP, or a Unix datagram socket.
+    Datagram,
+}
+
+/// The addresses of the relayed connection.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Addresses {
+    /// None given (v1 `UNKNOWN`, v2 `UNSPEC` or `LOCAL`).
+    Unknown,
+    /// IPv4 or IPv6 addresses and ports.
+    Inet {
+        /// The client.
+        source: SocketAddr,
+        /// The address the client connected to.
+        destination: SocketAddr,
+    },
+    /// Unix socket paths (NUL padding removed).
+    Unix {
+        /// The client's path.
+        source: Bytes,
+        /// The path it connected to.
+        destination: Bytes,
+    },
+}
+
+/// The v2 SSL TLV: how the client connected to the proxy.
+#[non_exhaustive]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ssl {
+    /// The client bit field (`PP2_CLIENT_SSL` 0x01, `CERT_CONN` 0x02,
+    /// `CERT_SESS` 0x04).
+    pub client: u8,
+    /// 0 if the client presented a certificate that was verified.
+    pub verify: u32,
+    /// The TLS version (`PP2_SUBTYPE_SSL_VERSION`), e.g. `TLSv1.3`.
+    pub version: Option<String>,
+    /// The client certificate's common name.
+    pub common_name: Option<String>,
+    /// The cipher.
+    pub cipher: Option<String>,
+    /// The certificate's signature algorithm.
+    pub sig_alg: Option<String>,
+    /// The certificate's key algorithm.
+    pub key_alg: Option<String>,
+}
+
+/// What a PROXY header says.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProxyHeader {
+    /// 1 or 2.
+    pub version: u8,
+    /// PROXY or LOCAL (v1 is always PROXY).
+    pub command: Command,
+    /// The relayed transport.
+    pub transport: Transport,
+    /// The relayed addresses.
+    pub addresses: Addresses,
+    /// `PP2_TYPE_ALPN`.
+    pub alpn: Option<Bytes>,
+    /// `PP2_TYPE_AUTHORITY`: the host name the client asked for.
+    pub authority: Option<String>,
+    /// `PP2_TYPE_UNIQUE_ID`.
+    pub unique_id: Option<Bytes>,
+    /// `PP2_TYPE_SSL`.
+    pub ssl: Option<Ssl>,
+    /// `PP2_TYPE_NETNS`.
+    pub netns: Option<String>,
+    /// Whether a `PP2_TYPE_CRC32C` TLV was present (and so checked: a
+    /// header whose checksum does not match is refused).
+    pub checksum_verified: bool,
+    /// Other TLVs, raw: (type, value).
+    pub other_tlvs: Vec<(u8, Bytes)>,
+}
+
+impl ProxyHeader {
+    fn new(version: u8, command: Command, transport: Transport, addresses: Addresses) -> Self {
+        Self {
+            version,
+            command,
+            transport,
+            addresses,
+            alpn: None,
+            authority: None,
+            unique_id: None,
+            ssl: None,
+            netns: None,
+            checksum_verified: false,
+            other_tlvs: Vec::new(),
+        }
+    }
+
+    /// The client's address, when the header gives one.
+    pub fn source(&self) -> Option<SocketAddr> {
+        match self.addresses {
+            Addresses::Inet { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
+    Sniff::Invalid(Error::InvalidInput {
+        kind: InvalidInput::Malformed(field),
+        offset: offset as u64,
+    })
+}
+
+/// Sniffs a PROXY header (v1 or v2) at the start of `data`, reading at most
+/// `max_len` bytes; `len` of a match is the header's length.
+///
+/// ```
+/// use cleave::sniff::{proxy, Sniff};
+///
+/// let data = b"PROXY TCP4 192.0.2.1 198.51.100.1 56324 443\r\nGET / HTTP/1.1\r\n";
+/// match proxy::sniff(data, proxy::DEFAULT_MAX_HEADER) {
+///     Sniff::Match { facts, len } => {
+///         assert_eq!(facts.source(), Some("192.0.2.1:56324".parse().unwrap()));
+///         assert_eq!(&data[len..], b"GET / HTTP/1.1\r\n");
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
+pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
+    match data.first() {
+        None => Sniff::NeedMore,
+        Some(b'P') => v1(data, max_len),
+        Some(b'\r') => v2(data, max_len),
+        Some(_) => Sniff::NoMatch,
+    }
+}
+
+/// Whether `data` starts with (a piece of) `prefix`: `Some(true)` all of
+/// it, `Some(false)` a piece, `None` not.
+fn starts(data: &[u8], prefix: &[u8]) -> Option<bool> {
+    let n = data.len().min(prefix.len());
+    (data[..n] == prefix[..n]).then_some(n == prefix.len())
+}
+
+fn v1(data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
+    match starts(data, V1_PREFIX) {
+        None => return Sniff::NoMatch,
+        Some(false) => return Sniff::NeedMore,
+        Some(true) => {}
+    }
+    let limit = V1_MAX.min(max_len);
+    let window = &data[..data.len().min(limit)];
+    let Some(end) = window.windows(2).position(|w| w == b"\r\n") else {
+        return if data.len() >= limit {
+            if max_len < V1_MAX {
+                over_budget(max_len)
+            } else {
+                malformed(Field::ProxyV1, 0)
+            }
+        } else {
+            Sniff::NeedMore
+        };
+    };
+    match parse_v1(&data[V1_PREFIX.len()..end]) {
+        Some(header) => Sniff::Match {
+            facts: header,
+            len: end + 2,
+        },
+        None => malformed(Field::ProxyV1, V1_PREFIX.len()),
+    }
+}
+
+fn parse_v1(line: &[u8]) -> Option<ProxyHeader> {
+    let line = core::str::from_utf8(line).ok()?;
+    let mut parts = line.split(' ');
+    let protocol = parts.next()?;
+    if protocol == "UNKNOWN" {
+        // The rest of the line is to be ignored.
+        return Some(ProxyHeader::new(
+            1,
+            Command::Proxy,
+            Transport::Unspecified,
+            Addresses::Unknown,
+        ));
+    }
+    let (src, dst, sport, dport) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let (source, destination): (IpAddr, IpAddr) = match protocol {
+        "TCP4" => (src.parse::<Ipv4Addr>().ok()?.into(), dst.parse::<Ipv4Addr>().ok()?.into()),
+        "TCP6" => (src.parse::<Ipv6Addr>().ok()?.into(), dst.parse::<Ipv6Addr>().ok()?.into()),
+        _ => return None,
+    };
+    let addresses = Addresses::Inet {
+        source: SocketAddr::new(source, port(sport)?),
+        destination: SocketAddr::new(destination, port(dport)?),
+    };
+    Some(ProxyHeader::new(1, Command::Proxy, Transport::Stream, addresses))
+}
+
+/// A decimal port: digits only, no leading zero (but "0" itself).
+fn port(text: &str) -> Option<u16> {
+    let digits_only = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let no_leading_zero = text == "0" || !text.starts_with('0');
+    if digits_only && no_leading_zero {
+        text.parse().ok()
+    } else {
+        None
+    }
+}
+
+fn over_budget<T>(max_len: usize) -> Sniff<T> {
+    Sniff::Invalid(Error::LimitExceeded {
+        limit: Limit::SniffBudget,
+        max: max_len as u64,
+        attempted: max_len as u64 + 1,
+        offset: 0,
+    })
+}
+
+fn v2(data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
+    match starts(data, V2_SIGNATURE) {
+        None => return Sniff::NoMatch,
+        Some(false) => return Sniff::NeedMore,
+        Some(true) => {}
+    }
+    if data.len() < 16 {
+        return if max_len < 16 { over_budget(max_len) } else { Sniff::NeedMore };
+    }
+    let total = 16 + usize::from(u16::from_be_bytes([data[14], data[15]]));
+    if total > max_len {
+        return Sniff::Invalid(Error::LimitExceeded {
+            limit: Limit::SniffBudget,
+            max: max_len as u64,
+            attempted: total as u64,
+            offset: 0,
+        });
+    }
+    if data.len() < total {
+        return Sniff::NeedMore;
+    }
+    match parse_v2(&data[..total]) {
+        Ok(header) => Sniff::Match {
+            facts: header,
+            len: total,
+        },
+        Err((field, offset)) => malformed(field, offset),
+    }
+}
+
+/// Parses a whole v2 header; the error names the part and its offset.
+fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (Field, usize)> {
+    let bad_header = (Field::ProxyV2Header, 12);
+    let (version, command) = (header[12] >> 4, header[12] & 0x0f);
+    let command = match (version, command) {
+        (2, 0) => Command::Local,
+        (2, 1) => Command::Proxy,
+        _ => return Err(bad_header),
+    };
+    let transport = match header[13] & 0x0f {
+        0 => Transport::Unspecified,
+        1 => Transport::Stream,
+        2 => Transport::Datagram,
+        _ => return Err((Field::ProxyV2Header, 13)),
+    };
+    let family = header[13] >> 4;
+    let address_len = match family {
+        0 => 0,
+        1 => 12,
+        2 => 36,
+        3 => 216,
+        _ => return Err((Field::ProxyV2Header, 13)),
+    };
+    let mut body = Reader::new(&header[16..]);
+    let addresses = body.take(address_len).ok_or((Field::ProxyV2Address, 16))?;
+    let addresses = match (command, family) {
+        (Command::Local, _) | (_, 0) => Addresses::Unknown,
+        (_, 1 | 2) => inet(addresses),
+        _ => Addresses::Unix {
+            source: unix_path(&addresses[..108]),
+            destination: unix_path(&addresses[108..]),
+        },
+    };
+    let mut out = ProxyHeader::new(2, command, transport, addresses);
+    let mut crc_at = None;
+    let tlv_error = |r: &Reader<'_>| (Field::ProxyV2Tlv, header.len() - r.rest().len());
+    while !body.is_empty() {
+        let at = header.len() - body.rest().len();
+        let kind = body.u8().ok_or(tlv_error(&body))?;
+        let value = body.block16().ok_or(tlv_error(&body))?.rest();
+        match kind {
+            0x01 => out.alpn = Some(Bytes::copy_from_slice(value)),
+            0x02 => out.authority = Some(text(value).ok_or((Field::ProxyV2Tlv, at))?),
+            0x03 if value.len() == 4 => crc_at = Some(at + 3),
+            0x03 => return Err((Field::ProxyV2Tlv, at)),
+            0x04 => {}
+            0x05 if value.len() <= 128 => out.unique_id = Some(Bytes::copy_from_slice(value)),
+            0x05 => return Err((Field::ProxyV2Tlv, at)),
+            0x20 => out.ssl = Some(ssl(value).ok_or((Field::ProxyV2Tlv, at))?),
+            0x30 => out.netns = Some(text(value).ok_or((Field::ProxyV2Tlv, at))?),
+            _ => out.other_tlvs.push((kind, Bytes::copy_from_slice(value))),
+        }
+    }
+    if let Some(at) = crc_at {
+        let expected = u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
+        let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+        let mut digest = crc.digest();
+        digest.update(&header[..at]);
+        digest.update(&[0; 4]);
+        digest.update(&header[at + 4..]);
+        if digest.finalize() != expected {
+            return Err((Field::ProxyV2Checksum, at));
+        }
+        out.checksum_verified = true;
+    }
+    Ok(out)
+}
+
+/// Two IPv4 or IPv6 addresses (4 or 16 bytes each, `bytes.len()` is 12 or
+/// 36) and two ports.
+fn inet(bytes: &[u8]) -> Addresses {
+    let n = (bytes.len() - 4) / 2;
+    let ip = |b: &[u8]| -> IpAddr {
+        match <[u8; 4]>::try_from(b) {
+            Ok(v4) => IpAddr::from(v4),
+            Err(_) => IpAddr::from(<[u8; 16]>::try_from(b).unwrap_or([0; 16])),
+        }
+    };
+    let port = |b: &[u8]| u16::from_be_bytes([b[0], b[1]]);
+    Addresses::Inet {
+        source: SocketAddr::new(ip(&bytes[..n]), port(&bytes[2 * n..])),
+        destination: SocketAddr::new(ip(&bytes[n..2 * n]), port(&bytes[2 * n + 2..])),
+    }
+}
+
+fn unix_path(field: &[u8]) -> Bytes {
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    Bytes::copy_from_slice(&field[..end])
+}
+
+fn text(bytes: &[u8]) -> Option<String> {
+    core::str::from_utf8(bytes).ok().map(String::from)
+}
+
+fn ssl(value: &[u8]) -> Option<Ssl> {
+    let mut r = Reader::new(value);
+    let mut out = Ssl {
+        client: r.u8()?,
+        verify: r.u32()?,
+        ..Ssl::default()
+    };
+    while !r.is_empty() {
+        let kind = r.u8()?;
+        let value = text(r.block16()?.rest())?;
+        match kind {
+            0x21 => out.version = Some(value),
+            0x22 => out.common_name = Some(value),
+            0x23 => out.cipher = Some(value),
+            0x24 => out.sig_alg = Some(value),
+            0x25 => out.key_alg = Some(value),
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_are_strict_decimals() {
+        assert_eq!(port("443"), Some(443));
+        assert_eq!(port("0"), Some(0));
+        assert_eq!(port("0443"), None);
+        assert_eq!(port("+1"), None);
+        assert_eq!(port("65536"), None);
+        assert_eq!(port(""), None);
+    }
+}

@@ -1,0 +1,325 @@
+//! The TLS ClientHello: server name (SNI), ALPN protocols and versions.
+//!
+//! ```text
+//!   record:    type 22 | version (2) | length (2) | fragment ...
+//!   handshake: type 1  | length (3)  | ClientHello body ...   (may span records)
+//!   body:      legacy_version | random (32) | session_id | cipher_suites
+//!              | compression_methods | extensions (server_name 0, ALPN 16,
+//!                supported_versions 43, ...)
+//! ```
+//!
+//! The hello may arrive in any pieces and may be split across several
+//! handshake records: the sniffer waits for all of it (within its budget)
+//! and then parses it whole.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use crate::error::{Error, Field, InvalidInput, Limit};
+use crate::sniff::{Reader, Sniff};
+
+/// Default byte budget of [`sniff`]: 16 KiB of handshake plus record
+/// headers. A ClientHello fits in one 16 KiB record; post-quantum key shares
+/// make some about 1.8 KiB, padded ones 512 bytes.
+pub const DEFAULT_MAX_HELLO: usize = 16 * 1024 + 5 * 4;
+
+const HANDSHAKE: u8 = 22;
+const CLIENT_HELLO: u8 = 1;
+const MAX_RECORD: usize = 16 * 1024 + 256;
+
+/// What a ClientHello says.
+#[non_exhaustive]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientHello {
+    /// The version in the first record header (usually 0x0301).
+    pub record_version: u16,
+    /// The hello's legacy_version (0x0303 for TLS 1.2 and 1.3).
+    pub legacy_version: u16,
+    /// The host name of the server_name extension, as sent.
+    pub server_name: Option<String>,
+    /// The ALPN protocol names, in the client's order.
+    pub alpn: Vec<Bytes>,
+    /// The supported_versions extension, in the client's order (TLS 1.3
+    /// clients list 0x0304).
+    pub supported_versions: Vec<u16>,
+}
+
+impl ClientHello {
+    /// Whether the client offers TLS 1.3.
+    pub fn offers_tls13(&self) -> bool {
+        self.supported_versions.contains(&0x0304)
+    }
+
+    /// Whether the client offers the ALPN protocol `name`.
+    pub fn offers_alpn(&self, name: &[u8]) -> bool {
+        self.alpn.iter().any(|p| &p[..] == name)
+    }
+}
+
+fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
+    Sniff::Invalid(Error::InvalidInput {
+        kind: InvalidInput::Malformed(field),
+        offset: offset as u64,
+    })
+}
+
+/// Sniffs a ClientHello at the start of `data`, reading at most `max_len`
+/// bytes.
+///
+/// `NoMatch` when the first bytes are not a TLS handshake record;
+/// `Invalid` when they are but a length does not add up, the message is not
+/// a ClientHello, or the hello is longer than `max_len`.
+///
+/// ```
+/// use cleave::sniff::{tls, Sniff};
+///
+/// let hello = include_bytes!("../../tests/fixtures/tls_curl.bin");
+/// match tls::sniff(hello, tls::DEFAULT_MAX_HELLO) {
+///     Sniff::Match { facts, len } => {
+///         assert_eq!(facts.server_name.as_deref(), Some("example.com"));
+///         assert!(facts.offers_alpn(b"h2"));
+///         assert_eq!(len, hello.len());
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// assert_eq!(tls::sniff(&hello[..100], tls::DEFAULT_MAX_HELLO), Sniff::NeedMore);
+/// assert_eq!(tls::sniff(b"GET / HTTP/1.1\r\n", tls::DEFAULT_MAX_HELLO), Sniff::NoMatch);
+/// ```
+pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ClientHello> {
+    // Read no further than the budget, so the answer does not depend on
+    // how much more has arrived.
+    let data = &data[..data.len().min(max_len)];
+    // Looks like TLS? A handshake record of version 3.x.
+    match data {
+        [] => return Sniff::NeedMore,
+        [t, ..] if *t != HANDSHAKE => return Sniff::NoMatch,
+        [_, major, ..] if *major != 3 => return Sniff::NoMatch,
+        [_, _, minor, ..] if *minor > 4 => return Sniff::NoMatch,
+        _ => {}
+    }
+    // Gather the handshake message from as many records as it spans.
+    let mut pieces: Vec<(usize, usize)> = Vec::new();
+    let mut gathered = 0;
+    let mut at = 0;
+    let mut needed = None;
+    loop {
+        if at + 5 > data.len() {
+            return need_more(at + 5, max_len);
+        }
+        let header = &data[at..at + 5];
+        let len = usize::from(u16::from_be_bytes([header[3], header[4]]));
+        if header[0] != HANDSHAKE || header[1] != 3 {
+            return malformed(Field::TlsRecord, at);
+        }
+        if len == 0 || len > MAX_RECORD {
+            return malformed(Field::TlsRecord, at + 3);
+        }
+        let end = at + 5 + len;
+        if end > data.len() {
+            return need_more(end, max_len);
+        }
+        pieces.push((at + 5, end));
+        gathered += len;
+        if needed.is_none() && gathered >= 4 {
+            let first = handshake_prefix(data, &pieces);
+            if first[0] != CLIENT_HELLO {
+                return malformed(Field::TlsHandshake, pieces[0].0);
+            }
+            let body = usize::from(first[1]) << 16 | usize::from(first[2]) << 8 | usize::from(first[3]);
+            needed = Some(4 + body);
+        }
+        at = end;
+        if let Some(needed) = needed {
+            if gathered >= needed {
+                break;
+            }
+            if at >= max_len {
+                return over_budget(needed, max_len);
+            }
+        }
+    }
+    let needed = needed.unwrap_or(0);
+    let message: alloc::borrow::Cow<'_, [u8]> = if pieces.len() == 1 {
+        alloc::borrow::Cow::Borrowed(&data[pieces[0].0..pieces[0].1])
+    } else {
+        let mut joined = Vec::with_capacity(gathered);
+        for &(from, to) in &pieces {
+            joined.extend_from_slice(&data[from..to]);
+        }
+        alloc::borrow::Cow::Owned(joined)
+    };
+    if message.len() > needed {
+        // Another handshake message shares the last record: not what a
+        // client sends first.
+        return malformed(Field::TlsHandshake, at);
+    }
+    match parse_hello(&message[4..needed]) {
+        Ok(mut hello) => {
+            hello.record_version = u16::from_be_bytes([data[1], data[2]]);
+            Sniff::Match { facts: hello, len: at }
+        }
+        Err(field) => malformed(field, pieces[0].0 + 4),
+    }
+}
+
+/// The first four handshake bytes, gathered across the records so far.
+fn handshake_prefix(data: &[u8], pieces: &[(usize, usize)]) -> [u8; 4] {
+    let mut out = [0u8; 4];
+    let mut n = 0;
+    for &(from, to) in pieces {
+        for &b in &data[from..to] {
+            if n == 4 {
+                return out;
+            }
+            out[n] = b;
+            n += 1;
+        }
+    }
+    out
+}
+
+fn need_more<T>(upto: usize, max_len: usize) -> Sniff<T> {
+    if upto > max_len {
+        over_budget(upto, max_len)
+    } else {
+        Sniff::NeedMore
+    }
+}
+
+fn over_budget<T>(attempted: usize, max_len: usize) -> Sniff<T> {
+    Sniff::Invalid(Error::LimitExceeded {
+        limit: Limit::SniffBudget,
+        max: max_len as u64,
+        attempted: attempted as u64,
+        offset: 0,
+    })
+}
+
+/// Parses a ClientHello body; the error names the part that was wrong.
+fn parse_hello(body: &[u8]) -> Result<ClientHello, Field> {
+    let mut r = Reader::new(body);
+    let hello = Field::TlsClientHello;
+    let legacy_version = r.u16().ok_or(hello)?;
+    r.take(32).ok_or(hello)?;
+    let session = r.block8().ok_or(hello)?;
+    let suites = r.block16().ok_or(hello)?;
+    let compression = r.block8().ok_or(hello)?;
+    if session.rest().len() > 32 || suites.rest().is_empty() || suites.rest().len() % 2 != 0 {
+        return Err(hello);
+    }
+    if compression.rest().is_empty() {
+        return Err(hello);
+    }
+    let mut out = ClientHello {
+        legacy_version,
+        ..ClientHello::default()
+    };
+    if r.is_empty() {
+        return Ok(out); // no extensions: an old client
+    }
+    let mut extensions = r.block16().ok_or(Field::TlsExtension)?;
+    if !r.is_empty() {
+        return Err(hello);
+    }
+    let mut seen = [0u64; 1024];
+    while !extensions.is_empty() {
+        let kind = extensions.u16().ok_or(Field::TlsExtension)?;
+        let mut data = extensions.block16().ok_or(Field::TlsExtension)?;
+        let (word, bit) = (usize::from(kind / 64), kind % 64);
+        if seen[word] & (1 << bit) != 0 {
+            return Err(Field::TlsExtension);
+        }
+        seen[word] |= 1 << bit;
+        match kind {
+            0 => out.server_name = server_name(&mut data)?,
+            16 => out.alpn = alpn(&mut data)?,
+            43 => out.supported_versions = versions(&mut data)?,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+fn server_name(data: &mut Reader<'_>) -> Result<Option<String>, Field> {
+    let field = Field::TlsServerName;
+    let mut list = data.block16().ok_or(field)?;
+    if !data.is_empty() || list.is_empty() {
+        return Err(field);
+    }
+    let mut name = None;
+    while !list.is_empty() {
+        let kind = list.u8().ok_or(field)?;
+        let value = list.block16().ok_or(field)?.rest();
+        if kind == 0 && name.is_none() {
+            if !is_dns_name(value) {
+                return Err(field);
+            }
+            name = Some(value.iter().map(|&b| char::from(b)).collect());
+        }
+    }
+    Ok(name)
+}
+
+/// A DNS host name: labels of letters, digits, `-` and `_`, 1-63 bytes
+/// each, 253 in all, not an IP address (RFC 6066: no literal addresses).
+fn is_dns_name(name: &[u8]) -> bool {
+    let name = name.strip_suffix(b".").unwrap_or(name);
+    let label_ok = |label: &[u8]| {
+        !label.is_empty()
+            && label.len() <= 63
+            && label.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            && label[0] != b'-'
+            && label[label.len() - 1] != b'-'
+    };
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split(|&b| b == b'.').all(label_ok)
+        && !name.split(|&b| b == b'.').all(|l| l.iter().all(u8::is_ascii_digit))
+}
+
+fn alpn(data: &mut Reader<'_>) -> Result<Vec<Bytes>, Field> {
+    let field = Field::TlsAlpn;
+    let mut list = data.block16().ok_or(field)?;
+    if !data.is_empty() || list.is_empty() {
+        return Err(field);
+    }
+    let mut out = Vec::new();
+    while !list.is_empty() {
+        let name = list.block8().ok_or(field)?.rest();
+        if name.is_empty() {
+            return Err(field);
+        }
+        out.push(Bytes::copy_from_slice(name));
+    }
+    Ok(out)
+}
+
+fn versions(data: &mut Reader<'_>) -> Result<Vec<u16>, Field> {
+    let field = Field::TlsSupportedVersions;
+    let mut list = data.block8().ok_or(field)?;
+    if !data.is_empty() || list.is_empty() || list.rest().len() % 2 != 0 {
+        return Err(field);
+    }
+    let mut out = Vec::new();
+    while let Some(v) = list.u16() {
+        out.push(v);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dns_names() {
+        assert!(is_dns_name(b"example.com"));
+        assert!(is_dns_name(b"a_b.example.com."));
+        assert!(!is_dns_name(b"10.0.0.1"));
+        assert!(!is_dns_name(b"-bad.example"));
+        assert!(!is_dns_name(b"sp ace.example"));
+        assert!(!is_dns_name(b""));
+        assert!(!is_dns_name(&[b'a'; 64]));
+    }
+}

@@ -1,0 +1,282 @@
+//! Sniffers against bytes captured from real clients (see
+//! `fixtures/README.md`), against the answers of rustls and the `ppp` crate
+//! on the same bytes, and for prefix stability: every sniffer answers
+//! "need more" until its answer is final, then keeps it, so any split of
+//! the input gives the same answer.
+
+use cleave::sniff::{http, prefix, proxy, tls, Sniff};
+use cleave::{Error, Field, InvalidInput};
+use proptest::prelude::*;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+const TLS_FIXTURES: [&str; 5] = [
+    "tls_openssl_sni_alpn.bin",
+    "tls_openssl_no_sni.bin",
+    "tls_curl.bin",
+    "tls_python.bin",
+    "tls_openssl_split_records.bin",
+];
+const PROXY_FIXTURES: [&str; 7] = [
+    "proxy_v1_tcp4.bin",
+    "proxy_v1_tcp6.bin",
+    "proxy_v2_tcp4.bin",
+    "proxy_v2_tcp6.bin",
+    "proxy_v2_tlvs.bin",
+    "proxy_v2_tlvs_no_authority.bin",
+    "proxy_v2_tlvs_ssl.bin",
+];
+const HTTP_FIXTURES: [&str; 2] = ["http_curl_get.bin", "http_curl_upgrade.bin"];
+const ALL: [&str; 15] = [
+    "tls_openssl_sni_alpn.bin",
+    "tls_openssl_no_sni.bin",
+    "tls_curl.bin",
+    "tls_python.bin",
+    "tls_openssl_split_records.bin",
+    "proxy_v1_tcp4.bin",
+    "proxy_v1_tcp6.bin",
+    "proxy_v2_tcp4.bin",
+    "proxy_v2_tcp6.bin",
+    "proxy_v2_tlvs.bin",
+    "proxy_v2_tlvs_no_authority.bin",
+    "proxy_v2_tlvs_ssl.bin",
+    "http_curl_get.bin",
+    "http_curl_upgrade.bin",
+    "ssh_openssh.bin",
+];
+
+fn tls(data: &[u8]) -> Sniff<tls::ClientHello> {
+    tls::sniff(data, tls::DEFAULT_MAX_HELLO)
+}
+fn head(data: &[u8]) -> Sniff<http::RequestHead> {
+    http::sniff(data, http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS)
+}
+fn proxy(data: &[u8]) -> Sniff<proxy::ProxyHeader> {
+    proxy::sniff(data, proxy::DEFAULT_MAX_HEADER)
+}
+
+/// The answer on every prefix of `data`: need more, then one final answer
+/// that never changes (a sniffer is a pure function of the bytes so far).
+fn assert_prefix_stable<T: PartialEq + std::fmt::Debug>(data: &[u8], sniff: impl Fn(&[u8]) -> Sniff<T>) -> Sniff<T> {
+    let whole = sniff(data);
+    let mut settled = false;
+    for k in 0..=data.len() {
+        let answer = sniff(&data[..k]);
+        if settled {
+            assert_eq!(answer, whole, "answer changed at {k} bytes");
+        } else if !answer.is_need_more() {
+            assert_eq!(answer, whole, "first answer at {k} bytes differs from the whole input's");
+            settled = true;
+        }
+    }
+    whole
+}
+
+/// The same fixture with more bytes after it gives the same answer.
+fn with_trailing(data: &[u8]) -> Vec<u8> {
+    let mut longer = data.to_vec();
+    longer.extend_from_slice(b"\x17\x03\x03\x00\x10trailing bytes of another record");
+    longer
+}
+
+/// rustls's reading of the same ClientHello: (server name, ALPN).
+fn rustls_reads(data: &[u8]) -> (Option<String>, Option<Vec<Vec<u8>>>) {
+    let mut acceptor = rustls::server::Acceptor::default();
+    let mut reader = data;
+    while !reader.is_empty() {
+        acceptor.read_tls(&mut reader).expect("rustls reads the bytes");
+    }
+    let accepted = acceptor.accept().map_err(|(e, _)| e).expect("rustls accepts").expect("complete hello");
+    let hello = accepted.client_hello();
+    (hello.server_name().map(String::from), hello.alpn().map(|list| list.map(<[u8]>::to_vec).collect()))
+}
+
+#[test]
+fn tls_fixtures_read_as_rustls_reads_them() {
+    for name in TLS_FIXTURES {
+        let data = fixture(name);
+        let Sniff::Match { facts, len } = assert_prefix_stable(&data, tls) else {
+            panic!("{name}: no match");
+        };
+        assert_eq!(len, data.len(), "{name}");
+        let (server_name, alpn) = rustls_reads(&data);
+        assert_eq!(facts.server_name, server_name, "{name}: SNI");
+        let ours: Vec<Vec<u8>> = facts.alpn.iter().map(|p| p.to_vec()).collect();
+        assert_eq!(Some(ours).filter(|v| !v.is_empty()), alpn, "{name}: ALPN");
+        assert_eq!((facts.record_version, facts.legacy_version), (0x0301, 0x0303), "{name}");
+        assert!(facts.offers_tls13(), "{name}");
+        assert_eq!(tls(&with_trailing(&data)), tls(&data), "{name}: trailing bytes changed the answer");
+    }
+}
+
+#[test]
+fn tls_facts_of_each_client() {
+    let sni = |name| match tls(&fixture(name)) {
+        Sniff::Match { facts, .. } => facts,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(sni("tls_openssl_sni_alpn.bin").server_name.as_deref(), Some("example.com"));
+    assert_eq!(sni("tls_openssl_no_sni.bin").server_name, None);
+    assert_eq!(sni("tls_python.bin").server_name.as_deref(), Some("api.example.org"));
+    assert_eq!(sni("tls_python.bin").supported_versions, [0x0304, 0x0303]);
+    let split = sni("tls_openssl_split_records.bin");
+    assert_eq!(split.server_name.as_deref(), Some("split.example.com"));
+    assert_eq!(split.alpn.len(), 22);
+    assert_eq!(sni("tls_curl.bin").supported_versions, [0x0304, 0x0303, 0x0302, 0x0301]);
+}
+
+#[test]
+fn proxy_fixtures_read_as_ppp_reads_them() {
+    for name in PROXY_FIXTURES {
+        let data = fixture(name);
+        let Sniff::Match { facts, len } = assert_prefix_stable(&data, proxy) else {
+            panic!("{name}: no match");
+        };
+        assert_eq!(&data[len..], b"hello after proxy header\n", "{name}: header length");
+        let theirs = match facts.version {
+            1 => match ppp::v1::Header::try_from(std::str::from_utf8(&data[..len]).unwrap()).unwrap().addresses {
+                ppp::v1::Addresses::Tcp4(a) => Some((
+                    std::net::SocketAddr::from((a.source_address, a.source_port)),
+                    std::net::SocketAddr::from((a.destination_address, a.destination_port)),
+                )),
+                ppp::v1::Addresses::Tcp6(a) => Some((
+                    std::net::SocketAddr::from((a.source_address, a.source_port)),
+                    std::net::SocketAddr::from((a.destination_address, a.destination_port)),
+                )),
+                ppp::v1::Addresses::Unknown => None,
+            },
+            _ => match ppp::v2::Header::try_from(&data[..len]).unwrap().addresses {
+                ppp::v2::Addresses::IPv4(a) => Some((
+                    std::net::SocketAddr::from((a.source_address, a.source_port)),
+                    std::net::SocketAddr::from((a.destination_address, a.destination_port)),
+                )),
+                ppp::v2::Addresses::IPv6(a) => Some((
+                    std::net::SocketAddr::from((a.source_address, a.source_port)),
+                    std::net::SocketAddr::from((a.destination_address, a.destination_port)),
+                )),
+                _ => None,
+            },
+        };
+        let ours = match facts.addresses {
+            proxy::Addresses::Inet { source, destination } => Some((source, destination)),
+            _ => None,
+        };
+        assert_eq!(ours, theirs, "{name}: addresses");
+        assert_eq!(ours.map(|(_, d)| d.port()), Some(40201), "{name}");
+    }
+}
+
+#[test]
+fn proxy_v2_tlvs_from_haproxy() {
+    let facts = |name| match proxy(&fixture(name)) {
+        Sniff::Match { facts, .. } => facts,
+        other => panic!("{other:?}"),
+    };
+    let tlvs = facts("proxy_v2_tlvs.bin");
+    assert!(tlvs.checksum_verified);
+    assert_eq!(tlvs.authority.as_deref(), Some("proxy.example.net"));
+    assert_eq!(tlvs.unique_id.as_ref().map(|u| u.len()), Some(46));
+    let no_authority = facts("proxy_v2_tlvs_no_authority.bin");
+    assert!(no_authority.checksum_verified && no_authority.authority.is_none());
+    let ssl = facts("proxy_v2_tlvs_ssl.bin").ssl.expect("SSL TLV");
+    assert_eq!((ssl.client, ssl.verify, ssl.version.as_deref()), (1, 0, Some("TLSv1.3")));
+    assert!(!facts("proxy_v2_tcp4.bin").checksum_verified);
+}
+
+#[test]
+fn a_wrong_checksum_is_refused_where_it_is() {
+    let mut data = fixture("proxy_v2_tlvs.bin");
+    // The CRC32C value sits right after the addresses: 16 + 12 + 3.
+    data[31] ^= 0xff;
+    assert_eq!(
+        proxy(&data),
+        Sniff::Invalid(Error::InvalidInput { kind: InvalidInput::Malformed(Field::ProxyV2Checksum), offset: 31 })
+    );
+}
+
+#[test]
+fn http_fixtures() {
+    let Sniff::Match { facts, len } = assert_prefix_stable(&fixture("http_curl_get.bin"), head) else { panic!() };
+    assert_eq!((facts.method.as_str(), facts.path.as_str(), len), ("GET", "/path?q=1", 89));
+    assert_eq!(facts.host_name().as_deref(), Some("example.com"));
+    assert!(!facts.is_upgrade());
+    let Sniff::Match { facts, .. } = assert_prefix_stable(&fixture("http_curl_upgrade.bin"), head) else { panic!() };
+    assert!(facts.is_upgrade());
+    assert_eq!(facts.upgrade.as_deref(), Some("websocket"));
+}
+
+#[test]
+fn each_fixture_matches_its_own_sniffer_only() {
+    for name in ALL {
+        let data = fixture(name);
+        let kind = name.split('_').next().unwrap();
+        let answers = [
+            ("tls", !matches!(assert_prefix_stable(&data, tls), Sniff::NoMatch)),
+            ("http", !matches!(assert_prefix_stable(&data, head), Sniff::NoMatch)),
+            ("proxy", !matches!(assert_prefix_stable(&data, proxy), Sniff::NoMatch)),
+            ("ssh", !matches!(assert_prefix_stable(&data, |d| prefix::sniff(d, b"SSH-")), Sniff::NoMatch)),
+        ];
+        for (sniffer, matched) in answers {
+            assert_eq!(matched, sniffer == kind, "{name}: {sniffer} sniffer");
+        }
+    }
+}
+
+#[test]
+fn budgets_are_kept() {
+    let data = fixture("tls_curl.bin");
+    let answer = tls::sniff(&data, 300);
+    assert!(matches!(answer, Sniff::Invalid(Error::LimitExceeded { limit: cleave::Limit::SniffBudget, max: 300, .. })), "{answer:?}");
+    let many_headers = format!("GET / HTTP/1.1\r\n{}\r\n", "X: y\r\n".repeat(65));
+    assert!(matches!(head(many_headers.as_bytes()), Sniff::Invalid(Error::LimitExceeded { .. })));
+    let endless = format!("GET /{} HTTP/1.1\r\n", "a".repeat(9000));
+    assert!(matches!(head(endless.as_bytes()), Sniff::Invalid(Error::LimitExceeded { .. })));
+    let long_v1 = format!("PROXY TCP4 {}\r\n", "1".repeat(120));
+    assert!(matches!(proxy(long_v1.as_bytes()), Sniff::Invalid(_)));
+}
+
+#[test]
+fn malformed_tls_lengths_are_typed_errors() {
+    let data = fixture("tls_curl.bin");
+    // The handshake length claims more than the record holds.
+    let mut bad = data.clone();
+    bad[6] = 0xff;
+    assert!(matches!(tls(&bad), Sniff::Invalid(Error::LimitExceeded { .. }) | Sniff::NeedMore));
+    // A record of length zero.
+    assert_eq!(
+        tls(b"\x16\x03\x01\x00\x00"),
+        Sniff::Invalid(Error::InvalidInput { kind: InvalidInput::Malformed(Field::TlsRecord), offset: 3 })
+    );
+    // A handshake that is not a ClientHello.
+    assert!(matches!(tls(b"\x16\x03\x01\x00\x04\x02\x00\x00\x00"), Sniff::Invalid(Error::InvalidInput { kind: InvalidInput::Malformed(Field::TlsHandshake), .. })));
+    // An extension that runs past the hello: cut the extensions length.
+    let mut bad = data;
+    let body = &bad[9..];
+    let sid = body[34] as usize;
+    let suites = u16::from_be_bytes([body[35 + sid], body[36 + sid]]) as usize;
+    let comp = body[37 + sid + suites] as usize;
+    let ext_at = 9 + 38 + sid + suites + comp;
+    bad[ext_at] = 0xff;
+    assert!(matches!(tls(&bad), Sniff::Invalid(Error::InvalidInput { kind: InvalidInput::Malformed(Field::TlsClientHello | Field::TlsExtension), .. })), "{:?}", tls(&bad));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Fixtures with random bytes changed: no panic, and every sniffer is
+    /// still prefix-stable.
+    #[test]
+    fn mutated_fixtures_stay_prefix_stable(which in 0usize..15, edits in prop::collection::vec((any::<usize>(), any::<u8>()), 1..4)) {
+        let mut data = fixture(ALL[which]);
+        for (at, byte) in edits {
+            let at = at % data.len();
+            data[at] = byte;
+        }
+        assert_prefix_stable(&data, tls);
+        assert_prefix_stable(&data, head);
+        assert_prefix_stable(&data, proxy);
+    }
+}
