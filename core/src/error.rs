@@ -123,6 +123,9 @@ pub enum Field {
     TlsAlpn,
     /// The supported_versions extension.
     TlsSupportedVersions,
+    /// An HTTP/1.x request head that `httparse` refuses, where a head was
+    /// expected (in framed mode).
+    HttpHead,
     /// A PROXY protocol v1 line.
     ProxyV1,
     /// A PROXY protocol v2 header: version, command, family or length.
@@ -261,6 +264,33 @@ impl Error {
         })
     }
 
+    /// This error with its offset moved by `by` bytes (from a window of the
+    /// stream to the stream).
+    pub(crate) fn shifted(self, by: u64) -> Self {
+        match self {
+            Self::InvalidInput { kind, offset } => Self::InvalidInput {
+                kind,
+                offset: offset + by,
+            },
+            Self::LimitExceeded {
+                limit,
+                max,
+                attempted,
+                offset,
+            } => Self::LimitExceeded {
+                limit,
+                max,
+                attempted,
+                offset: offset + by,
+            },
+            Self::Truncated { partial, offset } => Self::Truncated {
+                partial,
+                offset: offset + by,
+            },
+            other => other,
+        }
+    }
+
     pub(crate) fn out_of_bounds(requested: usize, available: usize) -> Self {
         Self::Misuse(Misuse::OutOfBounds {
             requested,
@@ -330,6 +360,7 @@ impl fmt::Display for Field {
             Self::TlsServerName => "TLS server_name extension",
             Self::TlsAlpn => "TLS ALPN extension",
             Self::TlsSupportedVersions => "TLS supported_versions extension",
+            Self::HttpHead => "HTTP request head",
             Self::ProxyV1 => "PROXY v1 line",
             Self::ProxyV2Header => "PROXY v2 header",
             Self::ProxyV2Address => "PROXY v2 addresses",

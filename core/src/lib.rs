@@ -81,6 +81,8 @@ mod decoder;
 mod encoder;
 mod error;
 mod recv_buf;
+pub mod route;
+mod session;
 pub mod sniff;
 pub mod write;
 
@@ -94,6 +96,7 @@ pub use error::{Error, Fault, Field, InvalidInput, Limit, Misuse, Rejected, Unen
 pub use recv_buf::{
     RecvBuf, RecvBufConfig, DEFAULT_IDLE_CAPACITY, DEFAULT_MAX_BUFFERED, DEFAULT_READ_RESERVE,
 };
+pub use session::{Event, NoFrames, ProxyMode, Session, SessionConfig};
 pub use write::{fragments, Fragments, Lane, Progress, Ticket, WriteQueue, WriteQueueConfig};
 
 /// The README's examples, compiled and run as doctests.

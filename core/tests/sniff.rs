@@ -29,7 +29,6 @@ const PROXY_FIXTURES: [&str; 7] = [
     "proxy_v2_tlvs_no_authority.bin",
     "proxy_v2_tlvs_ssl.bin",
 ];
-const HTTP_FIXTURES: [&str; 2] = ["http_curl_get.bin", "http_curl_upgrade.bin"];
 const ALL: [&str; 15] = [
     "tls_openssl_sni_alpn.bin",
     "tls_openssl_no_sni.bin",
@@ -60,7 +59,10 @@ fn proxy(data: &[u8]) -> Sniff<proxy::ProxyHeader> {
 
 /// The answer on every prefix of `data`: need more, then one final answer
 /// that never changes (a sniffer is a pure function of the bytes so far).
-fn assert_prefix_stable<T: PartialEq + std::fmt::Debug>(data: &[u8], sniff: impl Fn(&[u8]) -> Sniff<T>) -> Sniff<T> {
+fn assert_prefix_stable<T: PartialEq + std::fmt::Debug>(
+    data: &[u8],
+    sniff: impl Fn(&[u8]) -> Sniff<T>,
+) -> Sniff<T> {
     let whole = sniff(data);
     let mut settled = false;
     for k in 0..=data.len() {
@@ -68,7 +70,10 @@ fn assert_prefix_stable<T: PartialEq + std::fmt::Debug>(data: &[u8], sniff: impl
         if settled {
             assert_eq!(answer, whole, "answer changed at {k} bytes");
         } else if !answer.is_need_more() {
-            assert_eq!(answer, whole, "first answer at {k} bytes differs from the whole input's");
+            assert_eq!(
+                answer, whole,
+                "first answer at {k} bytes differs from the whole input's"
+            );
             settled = true;
         }
     }
@@ -87,11 +92,20 @@ fn rustls_reads(data: &[u8]) -> (Option<String>, Option<Vec<Vec<u8>>>) {
     let mut acceptor = rustls::server::Acceptor::default();
     let mut reader = data;
     while !reader.is_empty() {
-        acceptor.read_tls(&mut reader).expect("rustls reads the bytes");
+        acceptor
+            .read_tls(&mut reader)
+            .expect("rustls reads the bytes");
     }
-    let accepted = acceptor.accept().map_err(|(e, _)| e).expect("rustls accepts").expect("complete hello");
+    let accepted = acceptor
+        .accept()
+        .map_err(|(e, _)| e)
+        .expect("rustls accepts")
+        .expect("complete hello");
     let hello = accepted.client_hello();
-    (hello.server_name().map(String::from), hello.alpn().map(|list| list.map(<[u8]>::to_vec).collect()))
+    (
+        hello.server_name().map(String::from),
+        hello.alpn().map(|list| list.map(<[u8]>::to_vec).collect()),
+    )
 }
 
 #[test]
@@ -106,9 +120,17 @@ fn tls_fixtures_read_as_rustls_reads_them() {
         assert_eq!(facts.server_name, server_name, "{name}: SNI");
         let ours: Vec<Vec<u8>> = facts.alpn.iter().map(|p| p.to_vec()).collect();
         assert_eq!(Some(ours).filter(|v| !v.is_empty()), alpn, "{name}: ALPN");
-        assert_eq!((facts.record_version, facts.legacy_version), (0x0301, 0x0303), "{name}");
+        assert_eq!(
+            (facts.record_version, facts.legacy_version),
+            (0x0301, 0x0303),
+            "{name}"
+        );
         assert!(facts.offers_tls13(), "{name}");
-        assert_eq!(tls(&with_trailing(&data)), tls(&data), "{name}: trailing bytes changed the answer");
+        assert_eq!(
+            tls(&with_trailing(&data)),
+            tls(&data),
+            "{name}: trailing bytes changed the answer"
+        );
     }
 }
 
@@ -118,14 +140,23 @@ fn tls_facts_of_each_client() {
         Sniff::Match { facts, .. } => facts,
         other => panic!("{other:?}"),
     };
-    assert_eq!(sni("tls_openssl_sni_alpn.bin").server_name.as_deref(), Some("example.com"));
+    assert_eq!(
+        sni("tls_openssl_sni_alpn.bin").server_name.as_deref(),
+        Some("example.com")
+    );
     assert_eq!(sni("tls_openssl_no_sni.bin").server_name, None);
-    assert_eq!(sni("tls_python.bin").server_name.as_deref(), Some("api.example.org"));
+    assert_eq!(
+        sni("tls_python.bin").server_name.as_deref(),
+        Some("api.example.org")
+    );
     assert_eq!(sni("tls_python.bin").supported_versions, [0x0304, 0x0303]);
     let split = sni("tls_openssl_split_records.bin");
     assert_eq!(split.server_name.as_deref(), Some("split.example.com"));
     assert_eq!(split.alpn.len(), 22);
-    assert_eq!(sni("tls_curl.bin").supported_versions, [0x0304, 0x0303, 0x0302, 0x0301]);
+    assert_eq!(
+        sni("tls_curl.bin").supported_versions,
+        [0x0304, 0x0303, 0x0302, 0x0301]
+    );
 }
 
 #[test]
@@ -135,9 +166,16 @@ fn proxy_fixtures_read_as_ppp_reads_them() {
         let Sniff::Match { facts, len } = assert_prefix_stable(&data, proxy) else {
             panic!("{name}: no match");
         };
-        assert_eq!(&data[len..], b"hello after proxy header\n", "{name}: header length");
+        assert_eq!(
+            &data[len..],
+            b"hello after proxy header\n",
+            "{name}: header length"
+        );
         let theirs = match facts.version {
-            1 => match ppp::v1::Header::try_from(std::str::from_utf8(&data[..len]).unwrap()).unwrap().addresses {
+            1 => match ppp::v1::Header::try_from(std::str::from_utf8(&data[..len]).unwrap())
+                .unwrap()
+                .addresses
+            {
                 ppp::v1::Addresses::Tcp4(a) => Some((
                     std::net::SocketAddr::from((a.source_address, a.source_port)),
                     std::net::SocketAddr::from((a.destination_address, a.destination_port)),
@@ -161,7 +199,10 @@ fn proxy_fixtures_read_as_ppp_reads_them() {
             },
         };
         let ours = match facts.addresses {
-            proxy::Addresses::Inet { source, destination } => Some((source, destination)),
+            proxy::Addresses::Inet {
+                source,
+                destination,
+            } => Some((source, destination)),
             _ => None,
         };
         assert_eq!(ours, theirs, "{name}: addresses");
@@ -182,7 +223,10 @@ fn proxy_v2_tlvs_from_haproxy() {
     let no_authority = facts("proxy_v2_tlvs_no_authority.bin");
     assert!(no_authority.checksum_verified && no_authority.authority.is_none());
     let ssl = facts("proxy_v2_tlvs_ssl.bin").ssl.expect("SSL TLV");
-    assert_eq!((ssl.client, ssl.verify, ssl.version.as_deref()), (1, 0, Some("TLSv1.3")));
+    assert_eq!(
+        (ssl.client, ssl.verify, ssl.version.as_deref()),
+        (1, 0, Some("TLSv1.3"))
+    );
     assert!(!facts("proxy_v2_tcp4.bin").checksum_verified);
 }
 
@@ -193,17 +237,29 @@ fn a_wrong_checksum_is_refused_where_it_is() {
     data[31] ^= 0xff;
     assert_eq!(
         proxy(&data),
-        Sniff::Invalid(Error::InvalidInput { kind: InvalidInput::Malformed(Field::ProxyV2Checksum), offset: 31 })
+        Sniff::Invalid(Error::InvalidInput {
+            kind: InvalidInput::Malformed(Field::ProxyV2Checksum),
+            offset: 31
+        })
     );
 }
 
 #[test]
 fn http_fixtures() {
-    let Sniff::Match { facts, len } = assert_prefix_stable(&fixture("http_curl_get.bin"), head) else { panic!() };
-    assert_eq!((facts.method.as_str(), facts.path.as_str(), len), ("GET", "/path?q=1", 89));
+    let Sniff::Match { facts, len } = assert_prefix_stable(&fixture("http_curl_get.bin"), head)
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (facts.method.as_str(), facts.path.as_str(), len),
+        ("GET", "/path?q=1", 89)
+    );
     assert_eq!(facts.host_name().as_deref(), Some("example.com"));
     assert!(!facts.is_upgrade());
-    let Sniff::Match { facts, .. } = assert_prefix_stable(&fixture("http_curl_upgrade.bin"), head) else { panic!() };
+    let Sniff::Match { facts, .. } = assert_prefix_stable(&fixture("http_curl_upgrade.bin"), head)
+    else {
+        panic!()
+    };
     assert!(facts.is_upgrade());
     assert_eq!(facts.upgrade.as_deref(), Some("websocket"));
 }
@@ -214,10 +270,25 @@ fn each_fixture_matches_its_own_sniffer_only() {
         let data = fixture(name);
         let kind = name.split('_').next().unwrap();
         let answers = [
-            ("tls", !matches!(assert_prefix_stable(&data, tls), Sniff::NoMatch)),
-            ("http", !matches!(assert_prefix_stable(&data, head), Sniff::NoMatch)),
-            ("proxy", !matches!(assert_prefix_stable(&data, proxy), Sniff::NoMatch)),
-            ("ssh", !matches!(assert_prefix_stable(&data, |d| prefix::sniff(d, b"SSH-")), Sniff::NoMatch)),
+            (
+                "tls",
+                !matches!(assert_prefix_stable(&data, tls), Sniff::NoMatch),
+            ),
+            (
+                "http",
+                !matches!(assert_prefix_stable(&data, head), Sniff::NoMatch),
+            ),
+            (
+                "proxy",
+                !matches!(assert_prefix_stable(&data, proxy), Sniff::NoMatch),
+            ),
+            (
+                "ssh",
+                !matches!(
+                    assert_prefix_stable(&data, |d| prefix::sniff(d, b"SSH-")),
+                    Sniff::NoMatch
+                ),
+            ),
         ];
         for (sniffer, matched) in answers {
             assert_eq!(matched, sniffer == kind, "{name}: {sniffer} sniffer");
@@ -229,11 +300,27 @@ fn each_fixture_matches_its_own_sniffer_only() {
 fn budgets_are_kept() {
     let data = fixture("tls_curl.bin");
     let answer = tls::sniff(&data, 300);
-    assert!(matches!(answer, Sniff::Invalid(Error::LimitExceeded { limit: cleave::Limit::SniffBudget, max: 300, .. })), "{answer:?}");
+    assert!(
+        matches!(
+            answer,
+            Sniff::Invalid(Error::LimitExceeded {
+                limit: cleave::Limit::SniffBudget,
+                max: 300,
+                ..
+            })
+        ),
+        "{answer:?}"
+    );
     let many_headers = format!("GET / HTTP/1.1\r\n{}\r\n", "X: y\r\n".repeat(65));
-    assert!(matches!(head(many_headers.as_bytes()), Sniff::Invalid(Error::LimitExceeded { .. })));
+    assert!(matches!(
+        head(many_headers.as_bytes()),
+        Sniff::Invalid(Error::LimitExceeded { .. })
+    ));
     let endless = format!("GET /{} HTTP/1.1\r\n", "a".repeat(9000));
-    assert!(matches!(head(endless.as_bytes()), Sniff::Invalid(Error::LimitExceeded { .. })));
+    assert!(matches!(
+        head(endless.as_bytes()),
+        Sniff::Invalid(Error::LimitExceeded { .. })
+    ));
     let long_v1 = format!("PROXY TCP4 {}\r\n", "1".repeat(120));
     assert!(matches!(proxy(long_v1.as_bytes()), Sniff::Invalid(_)));
 }
@@ -244,14 +331,26 @@ fn malformed_tls_lengths_are_typed_errors() {
     // The handshake length claims more than the record holds.
     let mut bad = data.clone();
     bad[6] = 0xff;
-    assert!(matches!(tls(&bad), Sniff::Invalid(Error::LimitExceeded { .. }) | Sniff::NeedMore));
+    assert!(matches!(
+        tls(&bad),
+        Sniff::Invalid(Error::LimitExceeded { .. }) | Sniff::NeedMore
+    ));
     // A record of length zero.
     assert_eq!(
         tls(b"\x16\x03\x01\x00\x00"),
-        Sniff::Invalid(Error::InvalidInput { kind: InvalidInput::Malformed(Field::TlsRecord), offset: 3 })
+        Sniff::Invalid(Error::InvalidInput {
+            kind: InvalidInput::Malformed(Field::TlsRecord),
+            offset: 3
+        })
     );
     // A handshake that is not a ClientHello.
-    assert!(matches!(tls(b"\x16\x03\x01\x00\x04\x02\x00\x00\x00"), Sniff::Invalid(Error::InvalidInput { kind: InvalidInput::Malformed(Field::TlsHandshake), .. })));
+    assert!(matches!(
+        tls(b"\x16\x03\x01\x00\x04\x02\x00\x00\x00"),
+        Sniff::Invalid(Error::InvalidInput {
+            kind: InvalidInput::Malformed(Field::TlsHandshake),
+            ..
+        })
+    ));
     // An extension that runs past the hello: cut the extensions length.
     let mut bad = data;
     let body = &bad[9..];
@@ -260,7 +359,17 @@ fn malformed_tls_lengths_are_typed_errors() {
     let comp = body[37 + sid + suites] as usize;
     let ext_at = 9 + 38 + sid + suites + comp;
     bad[ext_at] = 0xff;
-    assert!(matches!(tls(&bad), Sniff::Invalid(Error::InvalidInput { kind: InvalidInput::Malformed(Field::TlsClientHello | Field::TlsExtension), .. })), "{:?}", tls(&bad));
+    assert!(
+        matches!(
+            tls(&bad),
+            Sniff::Invalid(Error::InvalidInput {
+                kind: InvalidInput::Malformed(Field::TlsClientHello | Field::TlsExtension),
+                ..
+            })
+        ),
+        "{:?}",
+        tls(&bad)
+    );
 }
 
 proptest! {

@@ -3,7 +3,11 @@
 
 use alloc::string::String;
 
-use crate::error::{Error, Limit};
+use bytes::Bytes;
+
+use crate::decoder::{Cut, Decoder, Latch, Step};
+use crate::error::{Error, Field, InvalidInput, Limit};
+use crate::recv_buf::RecvBuf;
 use crate::sniff::Sniff;
 
 /// Default byte budget of [`sniff`]: 8 KiB, the request-head limit of
@@ -42,7 +46,8 @@ impl RequestHead {
     /// `upgrade` and an `Upgrade` header names the protocol.
     pub fn is_upgrade(&self) -> bool {
         let listed = self.connection.as_deref().is_some_and(|c| {
-            c.split(',').any(|token| token.trim().eq_ignore_ascii_case("upgrade"))
+            c.split(',')
+                .any(|token| token.trim().eq_ignore_ascii_case("upgrade"))
         });
         listed && self.upgrade.is_some()
     }
@@ -97,9 +102,7 @@ pub fn sniff(data: &[u8], max_len: usize, max_headers: usize) -> Sniff<RequestHe
         },
         Ok(httparse::Status::Partial) if window.len() < max_len => Sniff::NeedMore,
         Ok(httparse::Status::Partial) => over_budget(max_len, max_len as u64 + 1),
-        Err(httparse::Error::TooManyHeaders) => {
-            over_budget(max_headers, max_headers as u64 + 1)
-        }
+        Err(httparse::Error::TooManyHeaders) => over_budget(max_headers, max_headers as u64 + 1),
         // Bytes httparse refuses are not (well-formed) HTTP: another
         // protocol that starts with capitals (`SSH-2.0-...`, `PROXY ...`)
         // or a broken request; either way this sniffer does not match.
@@ -135,4 +138,76 @@ fn head_of(request: &httparse::Request<'_, '_>) -> RequestHead {
         upgrade: header("upgrade"),
         connection: header("connection"),
     }
+}
+
+/// A decoder of request heads, for a [`Session`](crate::Session) that
+/// takes an HTTP request's head as a frame, then switches to raw bytes on
+/// an upgrade ([`is_upgrade_head`]).
+///
+/// Each item is one whole head, `\r\n\r\n` included, as a `Bytes` view of
+/// the buffer. Bodies are not framed: use it for a protocol switch, not for
+/// requests with bodies.
+#[derive(Clone, Debug)]
+pub struct Heads {
+    max_head: usize,
+    max_headers: usize,
+    latch: Latch,
+}
+
+impl Default for Heads {
+    fn default() -> Self {
+        Self::new(DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS)
+    }
+}
+
+impl Heads {
+    /// A decoder with limits on bytes and headers per head.
+    pub fn new(max_head: usize, max_headers: usize) -> Self {
+        Self {
+            max_head,
+            max_headers,
+            latch: Latch::default(),
+        }
+    }
+
+    fn step(&mut self, buf: &RecvBuf) -> Step {
+        match sniff(buf.peek(), self.max_head, self.max_headers) {
+            Sniff::Match { len, .. } => Step::Frame(Cut {
+                skip: 0,
+                len,
+                trail: 0,
+            }),
+            Sniff::NeedMore => Step::NeedMore,
+            Sniff::NoMatch => self.latch.failed(Error::InvalidInput {
+                kind: InvalidInput::Malformed(Field::HttpHead),
+                offset: buf.offset(),
+            }),
+            Sniff::Invalid(e) => self.latch.failed(e.shifted(buf.offset())),
+        }
+    }
+}
+
+impl Decoder for Heads {
+    type Item = Bytes;
+
+    /// # Errors
+    ///
+    /// [`Field::HttpHead`] when the bytes are not a request head, and
+    /// [`Limit::SniffBudget`] past the limits; final.
+    fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
+        self.latch.check()?;
+        let step = self.step(buf);
+        self.latch.answer(step, buf)
+    }
+
+    fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
+        self.latch.check()?;
+        let step = self.step(buf);
+        self.latch.answer_eof(step, buf)
+    }
+}
+
+/// Whether a head cut by [`Heads`] asks to switch protocols.
+pub fn is_upgrade_head(head: &Bytes) -> bool {
+    matches!(sniff(head, head.len().max(1), MAX_HEADERS), Sniff::Match { facts, .. } if facts.is_upgrade())
 }

@@ -231,15 +231,26 @@ fn parse_v1(line: &[u8]) -> Option<ProxyHeader> {
         return None;
     }
     let (source, destination): (IpAddr, IpAddr) = match protocol {
-        "TCP4" => (src.parse::<Ipv4Addr>().ok()?.into(), dst.parse::<Ipv4Addr>().ok()?.into()),
-        "TCP6" => (src.parse::<Ipv6Addr>().ok()?.into(), dst.parse::<Ipv6Addr>().ok()?.into()),
+        "TCP4" => (
+            src.parse::<Ipv4Addr>().ok()?.into(),
+            dst.parse::<Ipv4Addr>().ok()?.into(),
+        ),
+        "TCP6" => (
+            src.parse::<Ipv6Addr>().ok()?.into(),
+            dst.parse::<Ipv6Addr>().ok()?.into(),
+        ),
         _ => return None,
     };
     let addresses = Addresses::Inet {
         source: SocketAddr::new(source, port(sport)?),
         destination: SocketAddr::new(destination, port(dport)?),
     };
-    Some(ProxyHeader::new(1, Command::Proxy, Transport::Stream, addresses))
+    Some(ProxyHeader::new(
+        1,
+        Command::Proxy,
+        Transport::Stream,
+        addresses,
+    ))
 }
 
 /// A decimal port: digits only, no leading zero (but "0" itself).
@@ -269,7 +280,11 @@ fn v2(data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
         Some(true) => {}
     }
     if data.len() < 16 {
-        return if max_len < 16 { over_budget(max_len) } else { Sniff::NeedMore };
+        return if max_len < 16 {
+            over_budget(max_len)
+        } else {
+            Sniff::NeedMore
+        };
     }
     let total = 16 + usize::from(u16::from_be_bytes([data[14], data[15]]));
     if total > max_len {
@@ -346,7 +361,8 @@ fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (Field, usize)> {
         }
     }
     if let Some(at) = crc_at {
-        let expected = u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
+        let expected =
+            u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
         let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
         let mut digest = crc.digest();
         digest.update(&header[..at]);

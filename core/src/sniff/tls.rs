@@ -126,7 +126,8 @@ pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ClientHello> {
             if first[0] != CLIENT_HELLO {
                 return malformed(Field::TlsHandshake, pieces[0].0);
             }
-            let body = usize::from(first[1]) << 16 | usize::from(first[2]) << 8 | usize::from(first[3]);
+            let body =
+                usize::from(first[1]) << 16 | usize::from(first[2]) << 8 | usize::from(first[3]);
             needed = Some(4 + body);
         }
         at = end;
@@ -157,7 +158,10 @@ pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ClientHello> {
     match parse_hello(&message[4..needed]) {
         Ok(mut hello) => {
             hello.record_version = u16::from_be_bytes([data[1], data[2]]);
-            Sniff::Match { facts: hello, len: at }
+            Sniff::Match {
+                facts: hello,
+                len: at,
+            }
         }
         Err(field) => malformed(field, pieces[0].0 + 4),
     }
@@ -268,14 +272,18 @@ fn is_dns_name(name: &[u8]) -> bool {
     let label_ok = |label: &[u8]| {
         !label.is_empty()
             && label.len() <= 63
-            && label.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            && label
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
             && label[0] != b'-'
             && label[label.len() - 1] != b'-'
     };
     !name.is_empty()
         && name.len() <= 253
         && name.split(|&b| b == b'.').all(label_ok)
-        && !name.split(|&b| b == b'.').all(|l| l.iter().all(u8::is_ascii_digit))
+        && !name
+            .split(|&b| b == b'.')
+            .all(|l| l.iter().all(u8::is_ascii_digit))
 }
 
 fn alpn(data: &mut Reader<'_>) -> Result<Vec<Bytes>, Field> {

@@ -1,0 +1,461 @@
+//! The [`Router`]: ordered rules over the sniffers, a byte budget and a
+//! deadline, in the manner of HAProxy's `tcp-request inspect-delay`; and
+//! the [`FrameRouter`] for routing each frame of a framed stream.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::time::Duration;
+
+use crate::error::Error;
+use crate::sniff::http::RequestHead;
+use crate::sniff::tls::ClientHello;
+use crate::sniff::{http, prefix, tls, Sniff};
+
+/// Default [`RouterConfig::budget`]: the most bytes a ClientHello can take
+/// ([`tls::DEFAULT_MAX_HELLO`]); an HTTP head must fit in less.
+pub const DEFAULT_BUDGET: usize = tls::DEFAULT_MAX_HELLO;
+
+/// Default [`RouterConfig::inspect_delay`]: 5 s, the value HAProxy's
+/// documentation uses for `tcp-request inspect-delay`: longer than any
+/// client takes to send its first flight, short enough to drop silent ones.
+pub const DEFAULT_INSPECT_DELAY: Duration = Duration::from_secs(5);
+
+/// A host name to compare with an SNI or a Host header: exact
+/// (`example.com`) or a wildcard for any subdomain (`*.example.com`, which
+/// does not match `example.com` itself). Compared without case.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HostPattern {
+    name: String,
+    wildcard: bool,
+}
+
+impl HostPattern {
+    /// Parses `pattern`; a leading `*.` makes it a wildcard.
+    pub fn new(pattern: &str) -> Self {
+        let lower = pattern.to_ascii_lowercase();
+        match lower.strip_prefix("*.") {
+            Some(suffix) => Self {
+                name: String::from(suffix),
+                wildcard: true,
+            },
+            None => Self {
+                name: lower,
+                wildcard: false,
+            },
+        }
+    }
+
+    /// Whether `host` (any case, a trailing dot allowed) matches.
+    pub fn matches(&self, host: &str) -> bool {
+        let host = host.strip_suffix('.').unwrap_or(host);
+        if !self.wildcard {
+            return host.eq_ignore_ascii_case(&self.name);
+        }
+        let (n, h) = (self.name.len(), host.len());
+        h > n + 1
+            && host.as_bytes()[h - n - 1] == b'.'
+            && host[h - n..].eq_ignore_ascii_case(&self.name)
+    }
+}
+
+/// What a rule looks for in the first bytes of a connection.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Match {
+    /// A TLS ClientHello whose server name matches.
+    TlsServerName(HostPattern),
+    /// A TLS ClientHello offering this ALPN protocol.
+    TlsAlpn(Bytes),
+    /// Any TLS ClientHello.
+    Tls,
+    /// An HTTP/1.x request whose Host (port left out) matches.
+    HttpHost(HostPattern),
+    /// An HTTP/1.x request asking to upgrade; to this protocol (compared
+    /// without case), if one is given.
+    HttpUpgrade(Option<String>),
+    /// Any HTTP/1.x request.
+    Http,
+    /// A literal prefix (`SSH-`, a protocol's magic bytes).
+    Prefix(Bytes),
+}
+
+/// Limits of a [`Router`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouterConfig {
+    budget: usize,
+    inspect_delay: Duration,
+    max_head: usize,
+    max_headers: usize,
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        Self {
+            budget: DEFAULT_BUDGET,
+            inspect_delay: DEFAULT_INSPECT_DELAY,
+            max_head: http::DEFAULT_MAX_HEAD,
+            max_headers: http::DEFAULT_MAX_HEADERS,
+        }
+    }
+}
+
+impl RouterConfig {
+    /// The most bytes the router reads before it decides; what a rule has
+    /// not seen by then, it does not match. Bytes past the budget are never
+    /// looked at, so the decision does not depend on how the bytes arrived.
+    /// Default [`DEFAULT_BUDGET`].
+    pub fn budget(mut self, bytes: usize) -> Self {
+        self.budget = bytes;
+        self
+    }
+
+    /// How long after the connection began the router waits for a rule to
+    /// become decidable; then it decides with what it has. Default
+    /// [`DEFAULT_INSPECT_DELAY`].
+    pub fn inspect_delay(mut self, delay: Duration) -> Self {
+        self.inspect_delay = delay;
+        self
+    }
+
+    /// Limits of the HTTP head sniffer (bytes, headers). Default
+    /// [`http::DEFAULT_MAX_HEAD`], [`http::DEFAULT_MAX_HEADERS`].
+    pub fn http_limits(mut self, max_head: usize, max_headers: usize) -> Self {
+        self.max_head = max_head;
+        self.max_headers = max_headers;
+        self
+    }
+
+    /// See [`inspect_delay`](Self::inspect_delay).
+    pub fn inspect_delay_duration(&self) -> Duration {
+        self.inspect_delay
+    }
+}
+
+/// What the router learned about the connection.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Facts {
+    /// Nothing recognised.
+    None,
+    /// A TLS ClientHello.
+    Tls(ClientHello),
+    /// An HTTP/1.x request head.
+    Http(RequestHead),
+    /// A literal prefix (of the rule that matched).
+    Prefix,
+}
+
+/// Why the router decided.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// A rule matched.
+    Matched,
+    /// Every rule was decided and none matched: the fallback.
+    NoRuleMatched,
+    /// The byte budget was spent with rules still undecided: the fallback.
+    BudgetSpent,
+    /// The inspect delay passed with rules still undecided: the fallback.
+    DeadlinePassed,
+    /// The stream ended with rules still undecided: the fallback.
+    EndOfStream,
+}
+
+/// A routing decision.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision<T> {
+    /// Where to send the connection.
+    pub target: T,
+    /// The index of the rule that matched, if one did.
+    pub rule: Option<usize>,
+    /// Why.
+    pub reason: Reason,
+    /// What was learned (also on a fallback, if a sniffer recognised
+    /// something).
+    pub facts: Facts,
+    /// The first malformed input a sniffer met, if any (such a rule does
+    /// not match, as a broken ClientHello does not match HAProxy's
+    /// `req.ssl_sni`).
+    pub malformed: Option<Error>,
+}
+
+/// The sniffers' answers for one look at the bytes, each computed once.
+#[derive(Default)]
+struct Answers {
+    tls: Option<Sniff<ClientHello>>,
+    http: Option<Sniff<RequestHead>>,
+}
+
+enum Verdict {
+    Yes(Facts),
+    No,
+    Wait,
+}
+
+/// Ordered rules over the sniffers, with a fallback.
+///
+/// The router looks at the first bytes (never more than its budget) and
+/// goes through the rules in order: a rule that matches decides; a rule
+/// that does not, passes; a rule that cannot tell yet makes the router wait
+/// for more bytes, until the budget is spent, the inspect delay has passed
+/// or the stream ended, when such rules count as not matching. The clock is
+/// the caller's: `elapsed` is the time since the connection began.
+///
+/// ```
+/// use cleave::route::{HostPattern, Match, Reason, Router};
+/// use core::time::Duration;
+///
+/// let router = Router::new("default")
+///     .rule(Match::TlsServerName(HostPattern::new("*.example.com")), "tls-backend")
+///     .rule(Match::HttpHost(HostPattern::new("example.com")), "web")
+///     .rule(Match::Prefix("SSH-".into()), "ssh");
+///
+/// let decision = router.route(b"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", Duration::ZERO);
+/// assert_eq!(decision.map(|d| d.target), Some("web"));
+/// assert_eq!(router.route(b"GET / HT", Duration::ZERO), None); // need more
+/// let late = router.route(b"GET / HT", Duration::from_secs(6)).unwrap();
+/// assert_eq!((late.target, late.reason), ("default", Reason::DeadlinePassed));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Router<T> {
+    rules: Vec<(Match, T)>,
+    fallback: T,
+    config: RouterConfig,
+}
+
+impl<T: Clone> Router<T> {
+    /// A router with no rules, sending everything to `fallback`.
+    pub fn new(fallback: T) -> Self {
+        Self::with_config(fallback, RouterConfig::default())
+    }
+
+    /// A router with the given limits.
+    pub fn with_config(fallback: T, config: RouterConfig) -> Self {
+        Self {
+            rules: Vec::new(),
+            fallback,
+            config,
+        }
+    }
+
+    /// Adds a rule after the others.
+    pub fn rule(mut self, when: Match, target: T) -> Self {
+        self.rules.push((when, target));
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RouterConfig {
+        &self.config
+    }
+
+    /// Decides for the connection whose first bytes are `data`, `elapsed`
+    /// after it began; `None` means "wait for more bytes (or for the
+    /// deadline)".
+    pub fn route(&self, data: &[u8], elapsed: Duration) -> Option<Decision<T>> {
+        let forced = if data.len() >= self.config.budget {
+            Some(Reason::BudgetSpent)
+        } else if elapsed >= self.config.inspect_delay {
+            Some(Reason::DeadlinePassed)
+        } else {
+            None
+        };
+        self.decide(data, forced)
+    }
+
+    /// Decides for a connection whose stream ended after `data`: rules that
+    /// cannot tell count as not matching.
+    pub fn route_at_end(&self, data: &[u8]) -> Decision<T> {
+        let forced = if data.len() >= self.config.budget {
+            Reason::BudgetSpent
+        } else {
+            Reason::EndOfStream
+        };
+        match self.decide(data, Some(forced)) {
+            Some(decision) => decision,
+            None => self.fallback(Reason::EndOfStream, &mut Answers::default()),
+        }
+    }
+
+    fn decide(&self, data: &[u8], forced: Option<Reason>) -> Option<Decision<T>> {
+        let window = &data[..data.len().min(self.config.budget)];
+        let mut answers = Answers::default();
+        let mut waited = false;
+        for (i, (when, target)) in self.rules.iter().enumerate() {
+            match self.verdict(when, window, &mut answers) {
+                Verdict::Yes(facts) => {
+                    return Some(Decision {
+                        target: target.clone(),
+                        rule: Some(i),
+                        reason: Reason::Matched,
+                        facts,
+                        malformed: answers.malformed(),
+                    })
+                }
+                Verdict::No => {}
+                Verdict::Wait if forced.is_some() => waited = true,
+                Verdict::Wait => return None,
+            }
+        }
+        let reason = match forced {
+            Some(reason) if waited => reason,
+            _ => Reason::NoRuleMatched,
+        };
+        Some(self.fallback(reason, &mut answers))
+    }
+
+    fn fallback(&self, reason: Reason, answers: &mut Answers) -> Decision<T> {
+        let facts = match (&answers.tls, &answers.http) {
+            (Some(Sniff::Match { facts, .. }), _) => Facts::Tls(facts.clone()),
+            (_, Some(Sniff::Match { facts, .. })) => Facts::Http(facts.clone()),
+            _ => Facts::None,
+        };
+        Decision {
+            target: self.fallback.clone(),
+            rule: None,
+            reason,
+            facts,
+            malformed: answers.malformed(),
+        }
+    }
+
+    fn verdict(&self, when: &Match, window: &[u8], answers: &mut Answers) -> Verdict {
+        let config = &self.config;
+        match when {
+            Match::Tls | Match::TlsServerName(_) | Match::TlsAlpn(_) => {
+                let answer = answers
+                    .tls
+                    .get_or_insert_with(|| tls::sniff(window, config.budget));
+                verdict_of(answer, |hello| match when {
+                    Match::TlsServerName(pattern) => hello
+                        .server_name
+                        .as_deref()
+                        .is_some_and(|name| pattern.matches(name)),
+                    Match::TlsAlpn(protocol) => hello.offers_alpn(protocol),
+                    _ => true,
+                })
+                .map_yes(|| answer_facts(answer, Facts::Tls))
+            }
+            Match::Http | Match::HttpHost(_) | Match::HttpUpgrade(_) => {
+                let answer = answers.http.get_or_insert_with(|| {
+                    http::sniff(window, config.max_head, config.max_headers)
+                });
+                verdict_of(answer, |head| match when {
+                    Match::HttpHost(pattern) => {
+                        head.host_name().is_some_and(|name| pattern.matches(&name))
+                    }
+                    Match::HttpUpgrade(protocol) => {
+                        head.is_upgrade()
+                            && protocol.as_deref().map_or(true, |p| {
+                                head.upgrade
+                                    .as_deref()
+                                    .is_some_and(|u| u.eq_ignore_ascii_case(p))
+                            })
+                    }
+                    _ => true,
+                })
+                .map_yes(|| answer_facts(answer, Facts::Http))
+            }
+            Match::Prefix(bytes) => match prefix::sniff(window, bytes) {
+                Sniff::Match { .. } => Verdict::Yes(Facts::Prefix),
+                Sniff::NeedMore => Verdict::Wait,
+                _ => Verdict::No,
+            },
+        }
+    }
+}
+
+/// A rule's verdict from a sniffer's answer and the rule's own test.
+fn verdict_of<F>(answer: &Sniff<F>, test: impl Fn(&F) -> bool) -> Verdict {
+    match answer {
+        Sniff::NeedMore => Verdict::Wait,
+        Sniff::Match { facts, .. } if test(facts) => Verdict::Yes(Facts::None),
+        _ => Verdict::No,
+    }
+}
+
+fn answer_facts<F: Clone>(answer: &Sniff<F>, wrap: impl Fn(F) -> Facts) -> Facts {
+    answer.facts().cloned().map_or(Facts::None, wrap)
+}
+
+impl Verdict {
+    /// Fills in the facts of a "yes" lazily.
+    fn map_yes(self, facts: impl FnOnce() -> Facts) -> Self {
+        match self {
+            Self::Yes(_) => Self::Yes(facts()),
+            other => other,
+        }
+    }
+}
+
+impl Answers {
+    fn malformed(&self) -> Option<Error> {
+        let tls = match &self.tls {
+            Some(Sniff::Invalid(e)) => Some(e.clone()),
+            _ => None,
+        };
+        let http = match &self.http {
+            Some(Sniff::Invalid(e)) => Some(e.clone()),
+            _ => None,
+        };
+        tls.or(http)
+    }
+}
+
+/// Routes each frame of a framed stream by its content: ordered prefix
+/// rules and a fallback. The route-frames-then-tunnel workload: frames say
+/// where they go.
+///
+/// ```
+/// use cleave::route::FrameRouter;
+///
+/// let router = FrameRouter::new("unknown").prefix("ROUTE a ", "shard-a").prefix("ROUTE b ", "shard-b");
+/// assert_eq!(router.route(b"ROUTE b key=1"), &"shard-b");
+/// assert_eq!(router.route(b"PING"), &"unknown");
+/// ```
+#[derive(Clone, Debug)]
+pub struct FrameRouter<T> {
+    rules: Vec<(Bytes, T)>,
+    fallback: T,
+}
+
+impl<T> FrameRouter<T> {
+    /// A router with no rules.
+    pub fn new(fallback: T) -> Self {
+        Self {
+            rules: Vec::new(),
+            fallback,
+        }
+    }
+
+    /// Frames that start with `prefix` go to `target` (first rule wins).
+    pub fn prefix(mut self, prefix: impl Into<Bytes>, target: T) -> Self {
+        self.rules.push((prefix.into(), target));
+        self
+    }
+
+    /// Where `frame` goes.
+    pub fn route(&self, frame: &[u8]) -> &T {
+        self.rules
+            .iter()
+            .find(|(prefix, _)| frame.starts_with(prefix))
+            .map_or(&self.fallback, |(_, target)| target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_patterns() {
+        let exact = HostPattern::new("Example.COM");
+        assert!(exact.matches("example.com") && exact.matches("EXAMPLE.com."));
+        assert!(!exact.matches("www.example.com"));
+        let wild = HostPattern::new("*.example.com");
+        assert!(wild.matches("a.example.com") && wild.matches("a.b.Example.com"));
+        assert!(!wild.matches("example.com") && !wild.matches("badexample.com"));
+    }
+}

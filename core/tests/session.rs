@@ -1,0 +1,302 @@
+//! The session: PROXY header, routing, frames, the switch to raw bytes and
+//! the end, with the same events (and every byte accounted for) whatever
+//! the pieces.
+
+use std::time::Duration;
+
+use cleave::route::{HostPattern, Match, Reason, Router};
+use cleave::sniff::http::{is_upgrade_head, Heads};
+use cleave::{
+    Bytes, Decoder, Error, Event, Field, InvalidInput, Lines, ProxyMode, Session, SessionConfig,
+};
+use proptest::prelude::*;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn rules() -> Router<&'static str> {
+    Router::new("other")
+        .rule(Match::TlsServerName(HostPattern::new("example.com")), "tls")
+        .rule(Match::HttpUpgrade(None), "upgrade")
+        .rule(Match::HttpHost(HostPattern::new("*")), "never")
+        .rule(Match::Prefix("SSH-".into()), "ssh")
+        .rule(Match::Prefix("hello".into()), "hello")
+        .rule(Match::Prefix("LINE ".into()), "lines")
+}
+
+type Ev = Event<&'static str, Bytes>;
+
+/// Feeds `pieces`, polling after each, then ends the stream. Consecutive
+/// tunnel events are joined (raw bytes pass through as they arrive). Also
+/// returns the final error, if any.
+fn drive<D: Decoder<Item = Bytes>>(
+    mut session: Session<&'static str, D>,
+    pieces: &[&[u8]],
+) -> (Vec<Ev>, Option<Error>) {
+    let mut events: Vec<Ev> = Vec::new();
+    let push = |events: &mut Vec<Ev>, e: Ev| match (events.last_mut(), e) {
+        (Some(Event::Tunnel(a)), Event::Tunnel(b)) => *a = Bytes::from([&a[..], &b[..]].concat()),
+        (_, e) => events.push(e),
+    };
+    let pump = |session: &mut Session<&'static str, D>, events: &mut Vec<Ev>| -> Option<Error> {
+        loop {
+            match session.poll_event(Duration::ZERO) {
+                Ok(Some(e)) => push(events, e),
+                Ok(None) => return None,
+                Err(e) => {
+                    assert_eq!(
+                        session.poll_event(Duration::ZERO),
+                        Err(e.clone()),
+                        "error not final"
+                    );
+                    return Some(e);
+                }
+            }
+        }
+    };
+    for piece in pieces {
+        session.feed(piece).unwrap();
+        if let Some(e) = pump(&mut session, &mut events) {
+            return (events, Some(e));
+        }
+    }
+    session.handle_eof();
+    let error = pump(&mut session, &mut events);
+    (events, error)
+}
+
+fn pieces<'a>(data: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    let mut i = 0;
+    while !rest.is_empty() {
+        let n = sizes[i % sizes.len()].clamp(1, rest.len());
+        out.push(&rest[..n]);
+        rest = &rest[n..];
+        i += 1;
+    }
+    out
+}
+
+/// Bytes the events account for: a PROXY header's length, frames with
+/// their delimiter (`overhead` a frame), tunnel and closing bytes.
+fn accounted(events: &[Ev], overhead: usize) -> usize {
+    events
+        .iter()
+        .map(|e| match e {
+            Event::Proxy { len, .. } => *len,
+            Event::Frame(f) => f.len() + overhead,
+            Event::Tunnel(b) | Event::Closed(b) => b.len(),
+            _ => 0,
+        })
+        .sum()
+}
+
+fn optional_proxy() -> SessionConfig {
+    SessionConfig::default().proxy(ProxyMode::Optional)
+}
+
+#[test]
+fn each_real_first_flight_routes_and_tunnels_every_byte() {
+    let cases = [
+        ("tls_curl.bin", "tls"),
+        ("http_curl_upgrade.bin", "upgrade"),
+        ("ssh_openssh.bin", "ssh"),
+        ("proxy_v1_tcp4.bin", "hello"),
+        ("proxy_v2_tlvs.bin", "hello"),
+        ("proxy_v2_tcp6.bin", "hello"),
+        ("tls_openssl_no_sni.bin", "other"),
+    ];
+    for (name, target) in cases {
+        let data = fixture(name);
+        let (events, error) = drive(Session::tunnel(rules(), optional_proxy()), &[&data]);
+        assert_eq!(error, None, "{name}");
+        let routed = events.iter().find_map(|e| match e {
+            Event::Routed(d) => Some(d.target),
+            _ => None,
+        });
+        assert_eq!(routed, Some(target), "{name}");
+        assert_eq!(
+            accounted(&events, 0),
+            data.len(),
+            "{name}: bytes lost or doubled"
+        );
+        assert!(
+            matches!(events.last(), Some(Event::Closed(rest)) if rest.is_empty()),
+            "{name}"
+        );
+        for sizes in [&[1][..], &[3, 7], &[64]] {
+            let (again, _) = drive(
+                Session::tunnel(rules(), optional_proxy()),
+                &pieces(&data, sizes),
+            );
+            assert_eq!(again, events, "{name} in pieces of {sizes:?}");
+        }
+    }
+}
+
+#[test]
+fn lines_until_a_marker_then_the_raw_tail() {
+    let input = b"LINE one\r\nLINE two\nTUNNEL\nraw \x00\x01 bytes";
+    let session = || {
+        Session::framed(
+            rules(),
+            Lines::new(),
+            |l: &Bytes| &l[..] == b"TUNNEL",
+            optional_proxy(),
+        )
+    };
+    let (events, error) = drive(session(), &[input]);
+    assert_eq!(error, None);
+    assert!(matches!(&events[0], Event::Routed(d) if d.target == "lines"));
+    assert_eq!(
+        events[1..4],
+        [
+            Event::Frame("LINE one".into()),
+            Event::Frame("LINE two".into()),
+            Event::Frame("TUNNEL".into())
+        ]
+    );
+    assert_eq!(
+        events[4],
+        Event::Tunnel(Bytes::from_static(b"raw \x00\x01 bytes"))
+    );
+    assert_eq!(events[5], Event::Closed(Bytes::new()));
+    // 3 delimiters and one `\r`.
+    assert_eq!(accounted(&events, 0) + 4, input.len());
+}
+
+#[test]
+fn an_http_upgrade_hands_the_rest_over_after_the_head() {
+    let mut input = fixture("http_curl_upgrade.bin");
+    let head_len = input.len();
+    input.extend_from_slice(b"\x81\x05hello websocket frames");
+    let session = || {
+        Session::framed(
+            rules(),
+            Heads::default(),
+            is_upgrade_head,
+            SessionConfig::default(),
+        )
+    };
+    let (events, _) = drive(session(), &[&input]);
+    assert!(matches!(&events[0], Event::Routed(d) if d.target == "upgrade"));
+    assert_eq!(
+        events[1],
+        Event::Frame(Bytes::copy_from_slice(&input[..head_len]))
+    );
+    assert_eq!(
+        events[2],
+        Event::Tunnel(Bytes::copy_from_slice(&input[head_len..]))
+    );
+    let (bytewise, _) = drive(session(), &pieces(&input, &[1]));
+    assert_eq!(bytewise, events);
+}
+
+#[test]
+fn a_silent_client_is_routed_by_the_fallback_at_the_deadline() {
+    let mut session = Session::tunnel(rules(), SessionConfig::default());
+    session.feed(b"GET / HT").unwrap();
+    assert_eq!(session.poll_event(Duration::from_secs(100)).unwrap(), None);
+    assert_eq!(session.deadline(), Some(Duration::from_secs(105)));
+    assert_eq!(session.poll_event(Duration::from_secs(104)).unwrap(), None);
+    let Some(Event::Routed(decision)) = session.poll_event(Duration::from_secs(105)).unwrap()
+    else {
+        panic!("not routed at the deadline")
+    };
+    assert_eq!(
+        (decision.target, decision.reason),
+        ("other", Reason::DeadlinePassed)
+    );
+    assert_eq!(
+        session.poll_event(Duration::from_secs(105)).unwrap(),
+        Some(Event::Tunnel("GET / HT".into()))
+    );
+    assert_eq!(session.deadline(), None);
+}
+
+#[test]
+fn a_required_proxy_header_that_is_missing_is_a_final_error() {
+    let config = SessionConfig::default().proxy(ProxyMode::Required);
+    let (events, error) = drive(Session::tunnel(rules(), config), &[b"hello"]);
+    assert!(events.is_empty());
+    assert_eq!(
+        error,
+        Some(Error::InvalidInput {
+            kind: InvalidInput::Malformed(Field::ProxyMissing),
+            offset: 0
+        })
+    );
+    let mut session = Session::tunnel(rules(), config);
+    session.feed(b"hello").unwrap();
+    assert!(session.poll_event(Duration::ZERO).is_err());
+    assert_eq!(
+        &session.recv_buf().take_tail()[..],
+        b"hello",
+        "the bytes come back"
+    );
+}
+
+#[test]
+fn the_end_of_the_stream_inside_something_gives_its_bytes_back() {
+    let header = &fixture("proxy_v2_tlvs.bin")[..40];
+    let config = SessionConfig::default().proxy(ProxyMode::Required);
+    let (events, _) = drive(Session::tunnel(rules(), config), &[header]);
+    assert_eq!(events, [Event::Closed(Bytes::copy_from_slice(header))]);
+
+    let session = Session::framed(rules(), Lines::new(), |_| false, SessionConfig::default());
+    let (events, _) = drive(session, &[b"LINE a\nLINE b"]);
+    assert_eq!(
+        events[1..],
+        [
+            Event::Frame("LINE a".into()),
+            Event::Closed("LINE b".into())
+        ]
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A PROXY header (or none), lines, a marker and raw bytes, in any
+    /// pieces: the same events, and every byte accounted for.
+    #[test]
+    fn events_do_not_depend_on_the_pieces(
+        proxy in prop::sample::select(vec!["", "proxy_v1_tcp4.bin", "proxy_v2_tlvs.bin"]),
+        lines in prop::collection::vec("[a-z ]{0,12}", 0..6),
+        raw in prop::collection::vec(any::<u8>(), 0..40),
+        cut in any::<bool>(),
+        sizes in prop::collection::vec(1usize..20, 1..5),
+    ) {
+        let mut input = match proxy {
+            "" => Vec::new(),
+            name => {
+                let data = fixture(name);
+                let payload = b"hello after proxy header\n".len();
+                data[..data.len() - payload].to_vec()
+            }
+        };
+        for line in &lines {
+            input.extend_from_slice(format!("LINE {line}\n").as_bytes());
+        }
+        input.extend_from_slice(b"TUNNEL\n");
+        input.extend_from_slice(&raw);
+        if cut {
+            input.truncate(input.len() / 2);
+        }
+        let session = || Session::framed(rules(), Lines::new(), |l: &Bytes| &l[..] == b"TUNNEL", optional_proxy());
+        let (whole, whole_error) = drive(session(), &[&input]);
+        let (bytewise, bytewise_error) = drive(session(), &pieces(&input, &[1]));
+        let (cut_up, cut_error) = drive(session(), &pieces(&input, &sizes));
+        prop_assert_eq!(&bytewise, &whole);
+        prop_assert_eq!(&cut_up, &whole);
+        prop_assert_eq!(&bytewise_error, &whole_error);
+        prop_assert_eq!(&cut_error, &whole_error);
+        let frames = whole.iter().filter(|e| matches!(e, Event::Frame(_))).count();
+        if whole_error.is_none() {
+            prop_assert_eq!(accounted(&whole, 1), input.len(), "frames: {}", frames);
+        }
+    }
+}
