@@ -2,96 +2,20 @@
 //! the end, with the same events (and every byte accounted for) whatever
 //! the pieces.
 
+#[path = "support/session_model.rs"]
+mod session_model;
+
 use std::time::Duration;
 
-use cleave::route::{HostPattern, Match, Reason, Router};
+use cleave::route::Reason;
 use cleave::sniff::http::{is_upgrade_head, Heads};
-use cleave::{
-    Bytes, Decoder, Error, Event, Field, InvalidInput, Lines, ProxyMode, Session, SessionConfig,
-};
+use cleave::{Bytes, Error, Event, Field, InvalidInput, Lines, ProxyMode, Session, SessionConfig};
 use proptest::prelude::*;
+use session_model::{accounted, drive, pieces, rules};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn rules() -> Router<&'static str> {
-    Router::new("other")
-        .rule(Match::TlsServerName(HostPattern::new("example.com")), "tls")
-        .rule(Match::HttpUpgrade(None), "upgrade")
-        .rule(Match::HttpHost(HostPattern::new("*")), "never")
-        .rule(Match::Prefix("SSH-".into()), "ssh")
-        .rule(Match::Prefix("hello".into()), "hello")
-        .rule(Match::Prefix("LINE ".into()), "lines")
-}
-
-type Ev = Event<&'static str, Bytes>;
-
-/// Feeds `pieces`, polling after each, then ends the stream. Consecutive
-/// tunnel events are joined (raw bytes pass through as they arrive). Also
-/// returns the final error, if any.
-fn drive<D: Decoder<Item = Bytes>>(
-    mut session: Session<&'static str, D>,
-    pieces: &[&[u8]],
-) -> (Vec<Ev>, Option<Error>) {
-    let mut events: Vec<Ev> = Vec::new();
-    let push = |events: &mut Vec<Ev>, e: Ev| match (events.last_mut(), e) {
-        (Some(Event::Tunnel(a)), Event::Tunnel(b)) => *a = Bytes::from([&a[..], &b[..]].concat()),
-        (_, e) => events.push(e),
-    };
-    let pump = |session: &mut Session<&'static str, D>, events: &mut Vec<Ev>| -> Option<Error> {
-        loop {
-            match session.poll_event(Duration::ZERO) {
-                Ok(Some(e)) => push(events, e),
-                Ok(None) => return None,
-                Err(e) => {
-                    assert_eq!(
-                        session.poll_event(Duration::ZERO),
-                        Err(e.clone()),
-                        "error not final"
-                    );
-                    return Some(e);
-                }
-            }
-        }
-    };
-    for piece in pieces {
-        session.feed(piece).unwrap();
-        if let Some(e) = pump(&mut session, &mut events) {
-            return (events, Some(e));
-        }
-    }
-    session.handle_eof();
-    let error = pump(&mut session, &mut events);
-    (events, error)
-}
-
-fn pieces<'a>(data: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
-    let mut out = Vec::new();
-    let mut rest = data;
-    let mut i = 0;
-    while !rest.is_empty() {
-        let n = sizes[i % sizes.len()].clamp(1, rest.len());
-        out.push(&rest[..n]);
-        rest = &rest[n..];
-        i += 1;
-    }
-    out
-}
-
-/// Bytes the events account for: a PROXY header's length, frames with
-/// their delimiter (`overhead` a frame), tunnel and closing bytes.
-fn accounted(events: &[Ev], overhead: usize) -> usize {
-    events
-        .iter()
-        .map(|e| match e {
-            Event::Proxy { len, .. } => *len,
-            Event::Frame(f) => f.len() + overhead,
-            Event::Tunnel(b) | Event::Closed(b) => b.len(),
-            _ => 0,
-        })
-        .sum()
 }
 
 fn optional_proxy() -> SessionConfig {

@@ -170,11 +170,18 @@ fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
 /// }
 /// ```
 pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
-    match data.first() {
+    // Read no further than the budget, so the answer does not depend on
+    // how much more has arrived; undecided at the budget is over it.
+    let window = &data[..data.len().min(max_len)];
+    let answer = match window.first() {
         None => Sniff::NeedMore,
-        Some(b'P') => v1(data, max_len),
-        Some(b'\r') => v2(data, max_len),
+        Some(b'P') => v1(window),
+        Some(b'\r') => v2(window, max_len),
         Some(_) => Sniff::NoMatch,
+    };
+    match answer {
+        Sniff::NeedMore if data.len() >= max_len => over_budget(max_len),
+        answer => answer,
     }
 }
 
@@ -185,21 +192,16 @@ fn starts(data: &[u8], prefix: &[u8]) -> Option<bool> {
     (data[..n] == prefix[..n]).then_some(n == prefix.len())
 }
 
-fn v1(data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
+fn v1(data: &[u8]) -> Sniff<ProxyHeader> {
     match starts(data, V1_PREFIX) {
         None => return Sniff::NoMatch,
         Some(false) => return Sniff::NeedMore,
         Some(true) => {}
     }
-    let limit = V1_MAX.min(max_len);
-    let window = &data[..data.len().min(limit)];
+    let window = &data[..data.len().min(V1_MAX)];
     let Some(end) = window.windows(2).position(|w| w == b"\r\n") else {
-        return if data.len() >= limit {
-            if max_len < V1_MAX {
-                over_budget(max_len)
-            } else {
-                malformed(Field::ProxyV1, 0)
-            }
+        return if window.len() >= V1_MAX {
+            malformed(Field::ProxyV1, 0)
         } else {
             Sniff::NeedMore
         };
@@ -280,11 +282,7 @@ fn v2(data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
         Some(true) => {}
     }
     if data.len() < 16 {
-        return if max_len < 16 {
-            over_budget(max_len)
-        } else {
-            Sniff::NeedMore
-        };
+        return Sniff::NeedMore;
     }
     let total = 16 + usize::from(u16::from_be_bytes([data[14], data[15]]));
     if total > max_len {

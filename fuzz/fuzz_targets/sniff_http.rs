@@ -1,0 +1,27 @@
+//! The http sniffer on any bytes, with any budget: no panic, "need more"
+//! until the answer is final and the same answer for any longer input (so
+//! any split of the input gives the same answer), and a match never longer
+//! than the input or the budget. Seed it with the fixtures (the first
+//! directory is the one libFuzzer writes to):
+//! `cargo fuzz run sniff_http corpus/sniff_http ../core/tests/fixtures`.
+
+#![no_main]
+
+use cleave::sniff::{http, Sniff};
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../../core/tests/support/sniff_model.rs"]
+mod sniff_model;
+
+fuzz_target!(|data: &[u8]| {
+    // The last byte picks a budget: often the default, sometimes tight.
+    let Some((&knob, data)) = data.split_last() else {
+        return;
+    };
+    let budget = if knob < 200 { http::DEFAULT_MAX_HEAD } else { usize::from(knob - 200) * 8 };
+    let sniff = |d: &[u8]| http::sniff(d, budget, 1 + usize::from(knob % 70));
+    let answer = sniff_model::assert_sampled_prefix_stable(data, 64, sniff);
+    if let Sniff::Match { len, .. } = answer {
+        assert!(len <= data.len() && len <= budget.max(data.len()), "{} of {} bytes, budget {}", len, data.len(), budget);
+    }
+});
