@@ -349,9 +349,7 @@ impl<T: Clone> Router<T> {
                     Match::HttpUpgrade(protocol) => {
                         head.is_upgrade()
                             && protocol.as_deref().map_or(true, |p| {
-                                head.upgrade
-                                    .as_deref()
-                                    .is_some_and(|u| u.eq_ignore_ascii_case(p))
+                                head.upgrade().is_some_and(|u| u.eq_ignore_ascii_case(p))
                             })
                     }
                     _ => true,

@@ -232,7 +232,7 @@ fn http_fixtures() {
         panic!()
     };
     assert_eq!(
-        (facts.method.as_str(), facts.path.as_str(), len),
+        (facts.method(), facts.path(), len),
         ("GET", "/path?q=1", 89)
     );
     assert_eq!(facts.host_name().as_deref(), Some("example.com"));
@@ -242,7 +242,7 @@ fn http_fixtures() {
         panic!()
     };
     assert!(facts.is_upgrade());
-    assert_eq!(facts.upgrade.as_deref(), Some("websocket"));
+    assert_eq!(facts.upgrade(), Some("websocket"));
 }
 
 #[test]

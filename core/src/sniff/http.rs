@@ -2,6 +2,7 @@
 //! and the headers a router needs (Host, Upgrade, Connection).
 
 use alloc::string::String;
+use core::mem::MaybeUninit;
 
 use bytes::Bytes;
 
@@ -23,29 +24,71 @@ pub const DEFAULT_MAX_HEADERS: usize = 64;
 /// on the stack.
 pub const MAX_HEADERS: usize = 128;
 
-/// What a request head says.
-#[non_exhaustive]
+/// What a request head says: one copy of the head, and where each part
+/// is in it (one allocation, however many headers).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestHead {
-    /// The method, as sent.
-    pub method: String,
-    /// The request target, as sent.
-    pub path: String,
-    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
-    pub version: u8,
-    /// The Host header (port included, if sent).
-    pub host: Option<String>,
-    /// The Upgrade header.
-    pub upgrade: Option<String>,
-    /// The Connection header.
-    pub connection: Option<String>,
+    head: Bytes,
+    method: Span,
+    path: Span,
+    version: u8,
+    host: Option<Span>,
+    upgrade: Option<Span>,
+    connection: Option<Span>,
+}
+
+/// Where a part is in the head.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    at: usize,
+    len: usize,
 }
 
 impl RequestHead {
+    fn text(&self, span: Span) -> &str {
+        // Every span was checked to be UTF-8 when it was made.
+        core::str::from_utf8(&self.head[span.at..span.at + span.len]).unwrap_or_default()
+    }
+
+    /// The method, as sent.
+    pub fn method(&self) -> &str {
+        self.text(self.method)
+    }
+
+    /// The request target, as sent.
+    pub fn path(&self) -> &str {
+        self.text(self.path)
+    }
+
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub fn version(&self) -> u8 {
+        self.version
+    }
+
+    /// The Host header (port included, if sent), trimmed.
+    pub fn host(&self) -> Option<&str> {
+        self.host.map(|s| self.text(s))
+    }
+
+    /// The Upgrade header, trimmed.
+    pub fn upgrade(&self) -> Option<&str> {
+        self.upgrade.map(|s| self.text(s))
+    }
+
+    /// The Connection header, trimmed.
+    pub fn connection(&self) -> Option<&str> {
+        self.connection.map(|s| self.text(s))
+    }
+
+    /// The whole head as it was sent.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.head
+    }
+
     /// Whether the request asks to switch protocols: `Connection` lists
     /// `upgrade` and an `Upgrade` header names the protocol.
     pub fn is_upgrade(&self) -> bool {
-        let listed = self.connection.as_deref().is_some_and(|c| {
+        let listed = self.connection().is_some_and(|c| {
             c.split(',')
                 .any(|token| token.trim().eq_ignore_ascii_case("upgrade"))
         });
@@ -54,7 +97,7 @@ impl RequestHead {
 
     /// The host without its port, lowercased: what routing compares.
     pub fn host_name(&self) -> Option<String> {
-        let host = self.host.as_deref()?;
+        let host = self.host()?;
         let name = match host.strip_prefix('[') {
             Some(v6) => v6.split(']').next().unwrap_or(v6),
             None => host.rsplit_once(':').map_or(host, |(name, _)| name),
@@ -78,6 +121,7 @@ impl RequestHead {
 /// let head = b"GET /chat HTTP/1.1\r\nHost: example.com:8080\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nrest";
 /// match http::sniff(head, http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS) {
 ///     Sniff::Match { facts, len } => {
+///         assert_eq!(facts.host(), Some("example.com:8080"));
 ///         assert_eq!(facts.host_name().as_deref(), Some("example.com"));
 ///         assert!(facts.is_upgrade());
 ///         assert_eq!(&head[len..], b"rest");
@@ -93,11 +137,14 @@ pub fn sniff(data: &[u8], max_len: usize, max_headers: usize) -> Sniff<RequestHe
         return Sniff::NoMatch;
     }
     let window = &data[..data.len().min(max_len)];
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut request = httparse::Request::new(&mut headers[..max_headers.min(MAX_HEADERS)]);
-    match request.parse(window) {
+    // Uninitialised header slots: nothing to clear before each parse.
+    let mut headers = [MaybeUninit::uninit(); MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut []);
+    let parsed =
+        request.parse_with_uninit_headers(window, &mut headers[..max_headers.min(MAX_HEADERS)]);
+    match parsed {
         Ok(httparse::Status::Complete(len)) => Sniff::Match {
-            facts: head_of(&request),
+            facts: head_of(&request, &window[..len]),
             len,
         },
         Ok(httparse::Status::Partial) if window.len() < max_len => Sniff::NeedMore,
@@ -121,18 +168,28 @@ fn over_budget<T>(max: usize, attempted: u64) -> Sniff<T> {
     })
 }
 
-fn head_of(request: &httparse::Request<'_, '_>) -> RequestHead {
-    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+fn head_of(request: &httparse::Request<'_, '_>, head: &[u8]) -> RequestHead {
+    // Where a slice httparse handed out sits in the head.
+    let span = |part: &[u8]| Span {
+        at: part.as_ptr() as usize - head.as_ptr() as usize,
+        len: part.len(),
+    };
     let header = |name: &str| {
-        request
+        let value = request
             .headers
             .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| text(h.value).trim().into())
+            .find(|h| h.name.eq_ignore_ascii_case(name))?
+            .value;
+        let value = value.trim_ascii();
+        core::str::from_utf8(value).ok().map(|_| span(value))
     };
     RequestHead {
-        method: request.method.unwrap_or_default().into(),
-        path: request.path.unwrap_or_default().into(),
+        head: Bytes::copy_from_slice(head),
+        method: request
+            .method
+            .map(|m| span(m.as_bytes()))
+            .unwrap_or_default(),
+        path: request.path.map(|p| span(p.as_bytes())).unwrap_or_default(),
         version: request.version.unwrap_or_default(),
         host: header("host"),
         upgrade: header("upgrade"),

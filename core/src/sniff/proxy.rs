@@ -28,6 +28,9 @@ pub const DEFAULT_MAX_HEADER: usize = 4 * 1024;
 pub const V2_SIGNATURE: &[u8; 12] = b"\r\n\r\n\0\r\nQUIT\n";
 
 const V1_PREFIX: &[u8] = b"PROXY ";
+
+/// CRC32C (Castagnoli), its table built at compile time.
+static CRC32C: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
 const V1_MAX: usize = 107;
 
 /// The command of a PROXY header.
@@ -361,8 +364,7 @@ fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (Field, usize)> {
     if let Some(at) = crc_at {
         let expected =
             u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
-        let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
-        let mut digest = crc.digest();
+        let mut digest = CRC32C.digest();
         digest.update(&header[..at]);
         digest.update(&[0; 4]);
         digest.update(&header[at + 4..]);

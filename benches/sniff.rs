@@ -1,0 +1,214 @@
+//! Sniffing cost per connection, beside the parsers a user would reach
+//! for, on the same captured bytes: whole, and arriving in 64-byte pieces
+//! (each sniffer is asked again after every piece, on all the bytes so far,
+//! as a router does; the peers are asked the way their APIs allow).
+//!
+//! Run: `cargo bench -p cleave-benches --bench sniff`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use cleave::sniff::{http, proxy, tls, Sniff};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+
+const TLS_HELLO: &[u8] = include_bytes!("../core/tests/fixtures/tls_curl.bin");
+const PROXY_V1: &[u8] = include_bytes!("../core/tests/fixtures/proxy_v1_tcp4.bin");
+const PROXY_V2: &[u8] = include_bytes!("../core/tests/fixtures/proxy_v2_tlvs.bin");
+const HTTP_GET: &[u8] = include_bytes!("../core/tests/fixtures/http_curl_get.bin");
+
+const MODES: [(&str, usize); 2] = [("whole", usize::MAX), ("pieces_64", 64)];
+
+/// Asks `sniff` after every piece, on everything so far, until it answers.
+fn by_pieces<T>(data: &[u8], piece: usize, sniff: impl Fn(&[u8]) -> Sniff<T>) -> Sniff<T> {
+    let mut end = piece.min(data.len());
+    loop {
+        let answer = sniff(&data[..end]);
+        if !answer.is_need_more() || end == data.len() {
+            return answer;
+        }
+        end = (end + piece).min(data.len());
+    }
+}
+
+/// rustls: `Acceptor::read_tls` each piece, `accept` until the hello is
+/// complete, then the server name.
+fn rustls_sni(data: &[u8], piece: usize) -> Option<usize> {
+    let mut acceptor = rustls::server::Acceptor::default();
+    for chunk in data.chunks(piece.min(data.len())) {
+        let mut reader = chunk;
+        acceptor.read_tls(&mut reader).expect("reads");
+        if let Some(accepted) = acceptor.accept().map_err(|(e, _)| e).expect("valid hello") {
+            return accepted.client_hello().server_name().map(str::len);
+        }
+    }
+    None
+}
+
+fn sni(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tls_client_hello_517B");
+    let ours = |d: &[u8]| tls::sniff(d, tls::DEFAULT_MAX_HELLO);
+    for (mode, piece) in MODES {
+        let expected = Some("example.com".len());
+        let got = by_pieces(TLS_HELLO, piece, ours)
+            .facts()
+            .and_then(|h| h.server_name.as_ref().map(String::len));
+        assert_eq!((got, rustls_sni(TLS_HELLO, piece)), (expected, expected));
+        group.bench_function(BenchmarkId::new("cleave_tls_sniff", mode), |b| {
+            b.iter(|| black_box(by_pieces(black_box(TLS_HELLO), piece, ours)))
+        });
+        group.bench_function(BenchmarkId::new("rustls_acceptor", mode), |b| {
+            b.iter(|| black_box(rustls_sni(black_box(TLS_HELLO), piece)))
+        });
+    }
+    group.finish();
+}
+
+/// ppp: parse the header once it is complete (it has no partial answer of
+/// its own for v1, and reports "incomplete" for v2).
+fn ppp_v1(data: &[u8], piece: usize) -> Option<u16> {
+    let mut end = piece.min(data.len());
+    loop {
+        if let Some(line_end) = data[..end].windows(2).position(|w| w == b"\r\n") {
+            let line = std::str::from_utf8(&data[..line_end + 2]).ok()?;
+            return match ppp::v1::Header::try_from(line).ok()?.addresses {
+                ppp::v1::Addresses::Tcp4(a) => Some(a.source_port),
+                _ => None,
+            };
+        }
+        if end == data.len() {
+            return None;
+        }
+        end = (end + piece).min(data.len());
+    }
+}
+
+fn ppp_v2(data: &[u8], piece: usize) -> Option<u16> {
+    let mut end = piece.min(data.len());
+    loop {
+        match ppp::v2::Header::try_from(&data[..end]) {
+            Ok(header) => {
+                return match header.addresses {
+                    ppp::v2::Addresses::IPv4(a) => Some(a.source_port),
+                    _ => None,
+                }
+            }
+            Err(_) if end < data.len() => end = (end + piece).min(data.len()),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// ppp, then what cleave also does: read every TLV into owned values and
+/// check the CRC32C. The same facts for the same work.
+fn ppp_v2_full(data: &[u8], piece: usize) -> Option<u16> {
+    static CRC32C: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+    let port = ppp_v2(data, piece)?;
+    let header = ppp::v2::Header::try_from(data).ok()?;
+    let mut owned: Vec<(u8, Vec<u8>)> = Vec::new();
+    let mut crc_ok = true;
+    for tlv in header.tlvs() {
+        match tlv.ok()? {
+            ppp::v2::TypeLengthValue { kind: 0x03, value } => {
+                let expected = u32::from_be_bytes(value.as_ref().try_into().ok()?);
+                let raw = header.as_bytes();
+                let at = raw
+                    .windows(4)
+                    .position(|w| w == &expected.to_be_bytes()[..])?;
+                let mut digest = CRC32C.digest();
+                digest.update(&raw[..at]);
+                digest.update(&[0; 4]);
+                digest.update(&raw[at + 4..]);
+                crc_ok = digest.finalize() == expected;
+            }
+            ppp::v2::TypeLengthValue { kind, value } => owned.push((kind, value.to_vec())),
+        }
+    }
+    black_box(owned);
+    crc_ok.then_some(port)
+}
+
+/// A peer's parse: the source port, from bytes arriving in pieces.
+type Peer = fn(&[u8], usize) -> Option<u16>;
+
+fn proxy_header(c: &mut Criterion) {
+    let ours = |d: &[u8]| proxy::sniff(d, proxy::DEFAULT_MAX_HEADER);
+    let port = |d: &[u8], piece| {
+        by_pieces(d, piece, ours)
+            .facts()
+            .and_then(|h| h.source())
+            .map(|s| s.port())
+    };
+    let v1: &[(&str, Peer)] = &[("ppp", ppp_v1)];
+    let v2: &[(&str, Peer)] = &[
+        ("ppp_addresses_only", ppp_v2),
+        ("ppp_tlvs_read_crc_checked", ppp_v2_full),
+    ];
+    for (name, data, peers) in [
+        ("proxy_v1_tcp4_44B", PROXY_V1, v1),
+        ("proxy_v2_tlvs_104B", PROXY_V2, v2),
+    ] {
+        let mut group = c.benchmark_group(name);
+        for (mode, piece) in MODES {
+            assert!(port(data, piece).is_some());
+            group.bench_function(BenchmarkId::new("cleave_proxy_sniff", mode), |b| {
+                b.iter(|| black_box(by_pieces(black_box(data), piece, ours)))
+            });
+            for &(peer, theirs) in peers {
+                assert_eq!(port(data, piece), theirs(data, piece), "{peer}");
+                group.bench_function(BenchmarkId::new(peer, mode), |b| {
+                    b.iter(|| black_box(theirs(black_box(data), piece)))
+                });
+            }
+        }
+        group.finish();
+    }
+}
+
+/// httparse alone: parse until complete, then look the Host up.
+fn raw_httparse(data: &[u8], piece: usize) -> Option<usize> {
+    let mut end = piece.min(data.len());
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut request = httparse::Request::new(&mut headers);
+        match request.parse(&data[..end]) {
+            Ok(httparse::Status::Complete(_)) => {
+                return request
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("host"))
+                    .map(|h| h.value.len())
+            }
+            Ok(httparse::Status::Partial) if end < data.len() => {
+                end = (end + piece).min(data.len())
+            }
+            _ => return None,
+        }
+    }
+}
+
+fn http_head(c: &mut Criterion) {
+    let ours = |d: &[u8]| http::sniff(d, http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS);
+    let mut group = c.benchmark_group("http_request_head_89B");
+    for (mode, piece) in MODES {
+        let host = by_pieces(HTTP_GET, piece, ours)
+            .facts()
+            .and_then(|h| h.host().map(str::len));
+        assert_eq!(host, raw_httparse(HTTP_GET, piece));
+        group.bench_function(BenchmarkId::new("cleave_http_sniff", mode), |b| {
+            b.iter(|| black_box(by_pieces(black_box(HTTP_GET), piece, ours)))
+        });
+        group.bench_function(BenchmarkId::new("raw_httparse", mode), |b| {
+            b.iter(|| black_box(raw_httparse(black_box(HTTP_GET), piece)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = sniff;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = sni, proxy_header, http_head
+}
+criterion_main!(sniff);
