@@ -12,12 +12,21 @@
 //!   RecvBuf ── feed(&[u8]) or spare_mut() + commit(n)
 //!        │       owned BytesMut; limits; peek without consuming
 //!        v
-//!   Decoder ── Lines | LengthPrefixed | Varint
+//!   Session ── [PROXY header] -> Router (sniffers: TLS SNI/ALPN, HTTP Host,
+//!        │       prefix; budget, deadline) -> frames -> raw tunnel
+//!        v
+//!   Decoder ── Lines | LengthPrefixed | Varint | http::Heads
 //!        │       Ok(Some(frame)) | Ok(None) = need more | Err(final)
 //!        v
 //!   Bytes frames: views of the receive buffer, never copies
 //!   take_tail(): everything unread, as one Bytes, for a raw tunnel
+//!
+//!   Encoder ── Frame (head, body untouched, tail) ──> WriteQueue
+//!               bounded, tickets, io_slices() + advance(n), urgent lane
 //! ```
+//!
+//! The pieces can be used alone (a decoder over a buffer; a write queue) or
+//! together: a [`Session`] is one connection's whole read side.
 //!
 //! # How to drive it
 //!

@@ -29,8 +29,8 @@ pub const V2_SIGNATURE: &[u8; 12] = b"\r\n\r\n\0\r\nQUIT\n";
 
 const V1_PREFIX: &[u8] = b"PROXY ";
 
-/// CRC32C (Castagnoli), its table built at compile time.
-static CRC32C: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+/// CRC32C (Castagnoli), slice-by-16, its tables built at compile time.
+static CRC32C: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
 const V1_MAX: usize = 107;
 
 /// The command of a PROXY header.
@@ -202,12 +202,16 @@ fn v1(data: &[u8]) -> Sniff<ProxyHeader> {
         Some(true) => {}
     }
     let window = &data[..data.len().min(V1_MAX)];
-    let Some(end) = window.windows(2).position(|w| w == b"\r\n") else {
+    let Some(end) = memchr::memchr(b'\n', window) else {
         return if window.len() >= V1_MAX {
             malformed(Field::ProxyV1, 0)
         } else {
             Sniff::NeedMore
         };
+    };
+    // The line ends in CRLF; a bare LF is malformed.
+    let Some(end) = end.checked_sub(1).filter(|&cr| window[cr] == b'\r') else {
+        return malformed(Field::ProxyV1, end);
     };
     match parse_v1(&data[V1_PREFIX.len()..end]) {
         Some(header) => Sniff::Match {
