@@ -30,7 +30,8 @@ pub const V2_SIGNATURE: &[u8; 12] = b"\r\n\r\n\0\r\nQUIT\n";
 const V1_PREFIX: &[u8] = b"PROXY ";
 
 /// CRC32C (Castagnoli), slice-by-16, its tables built at compile time.
-static CRC32C: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
+static CRC32C: crc::Crc<u32, crc::Table<16>> =
+    crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
 const V1_MAX: usize = 107;
 
 /// The command of a PROXY header.
