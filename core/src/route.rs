@@ -76,8 +76,12 @@ pub enum Match {
     HttpUpgrade(Option<String>),
     /// Any HTTP/1.x request.
     Http,
-    /// A literal prefix (`SSH-`, a protocol's magic bytes).
+    /// A literal prefix (`SSH-`, a protocol's magic bytes), left in the
+    /// stream for the target.
     Prefix(Bytes),
+    /// A literal prefix that only says where to go: the decision consumes
+    /// it (a multiplexer's tag before the real protocol).
+    PrefixConsumed(Bytes),
 }
 
 /// Limits of a [`Router`].
@@ -179,6 +183,10 @@ pub struct Decision<T> {
     /// not match, as a broken ClientHello does not match HAProxy's
     /// `req.ssl_sni`).
     pub malformed: Option<Error>,
+    /// Bytes to take off the front of the stream before it goes to the
+    /// target: the prefix of a [`Match::PrefixConsumed`] rule, else 0. A
+    /// [`Session`](crate::Session) does this itself.
+    pub consume: usize,
 }
 
 /// The sniffers' answers for one look at the bytes, each computed once.
@@ -286,13 +294,18 @@ impl<T: Clone> Router<T> {
         for (i, (when, target)) in self.rules.iter().enumerate() {
             match self.verdict(when, window, &mut answers) {
                 Verdict::Yes(facts) => {
+                    let consume = match when {
+                        Match::PrefixConsumed(prefix) => prefix.len(),
+                        _ => 0,
+                    };
                     return Some(Decision {
                         target: target.clone(),
                         rule: Some(i),
                         reason: Reason::Matched,
                         facts,
                         malformed: answers.malformed(),
-                    })
+                        consume,
+                    });
                 }
                 Verdict::No => {}
                 Verdict::Wait if forced.is_some() => waited = true,
@@ -318,6 +331,7 @@ impl<T: Clone> Router<T> {
             reason,
             facts,
             malformed: answers.malformed(),
+            consume: 0,
         }
     }
 
@@ -356,11 +370,13 @@ impl<T: Clone> Router<T> {
                 })
                 .map_yes(|| answer_facts(answer, Facts::Http))
             }
-            Match::Prefix(bytes) => match prefix::sniff(window, bytes) {
-                Sniff::Match { .. } => Verdict::Yes(Facts::Prefix),
-                Sniff::NeedMore => Verdict::Wait,
-                _ => Verdict::No,
-            },
+            Match::Prefix(bytes) | Match::PrefixConsumed(bytes) => {
+                match prefix::sniff(window, bytes) {
+                    Sniff::Match { .. } => Verdict::Yes(Facts::Prefix),
+                    Sniff::NeedMore => Verdict::Wait,
+                    _ => Verdict::No,
+                }
+            }
         }
     }
 }

@@ -73,8 +73,9 @@ pub enum Event<T, F> {
         /// Its length.
         len: usize,
     },
-    /// The connection was routed. Nothing was consumed: the sniffed bytes
-    /// are the first frame's or the tunnel's.
+    /// The connection was routed. The sniffed bytes are the first frame's
+    /// or the tunnel's, but for the decision's
+    /// [`consume`](Decision::consume) bytes, taken off the stream.
     Routed(Decision<T>),
     /// A frame, in framed mode.
     Frame(F),
@@ -290,6 +291,7 @@ impl<T: Clone, D: Decoder> Session<T, D> {
                     let Some(decision) = decision else {
                         return Ok(None);
                     };
+                    self.buf.advance(decision.consume)?;
                     self.state = match self.framing {
                         Some(_) => State::Framed,
                         None => State::Tunnel { announced: false },

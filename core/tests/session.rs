@@ -224,3 +224,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_consumed_prefix_is_taken_off_the_stream() {
+    let router = cleave::route::Router::new("other").rule(
+        cleave::route::Match::PrefixConsumed("@shard-7 ".into()),
+        "shard-7",
+    );
+    let input = b"@shard-7 GET / HTTP/1.1\r\n\r\n";
+    let (events, _) = drive(Session::tunnel(router, SessionConfig::default()), &[input]);
+    assert!(matches!(&events[0], Event::Routed(d) if d.target == "shard-7" && d.consume == 9));
+    assert_eq!(
+        events[1],
+        Event::Tunnel(Bytes::from_static(b"GET / HTTP/1.1\r\n\r\n"))
+    );
+    assert_eq!(accounted(&events, 0), input.len());
+}

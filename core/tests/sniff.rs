@@ -8,7 +8,7 @@
 mod sniff_model;
 
 use cleave::sniff::{http, prefix, proxy, tls, Sniff};
-use cleave::{Error, Field, InvalidInput};
+use cleave::{Bytes, Error, Field, InvalidInput};
 use proptest::prelude::*;
 use sniff_model::assert_prefix_stable;
 
@@ -223,6 +223,91 @@ fn a_wrong_checksum_is_refused_where_it_is() {
             offset: 31
         })
     );
+}
+
+/// A v2 header built by hand: command, family, addresses and TLVs.
+fn v2(command: u8, family: u8, addresses: &[u8], tlvs: &[u8]) -> Vec<u8> {
+    let mut h = proxy::V2_SIGNATURE.to_vec();
+    h.extend_from_slice(&[0x20 | command, family]);
+    h.extend_from_slice(&((addresses.len() + tlvs.len()) as u16).to_be_bytes());
+    h.extend_from_slice(addresses);
+    h.extend_from_slice(tlvs);
+    h
+}
+
+#[test]
+fn proxy_headers_haproxy_did_not_send_here() {
+    let facts = |data: &[u8]| match assert_prefix_stable(data, proxy) {
+        Sniff::Match { facts, len } => {
+            assert_eq!(len, data.len());
+            facts
+        }
+        other => panic!("{other:?}"),
+    };
+    // UNIX stream sockets, NUL-padded paths.
+    let mut paths = [0u8; 216];
+    paths[..9].copy_from_slice(b"/run/a.sk");
+    paths[108..117].copy_from_slice(b"/run/b.sk");
+    let unix = facts(&v2(1, 0x31, &paths, &[]));
+    assert_eq!(
+        unix.addresses,
+        proxy::Addresses::Unix {
+            source: "/run/a.sk".into(),
+            destination: "/run/b.sk".into()
+        }
+    );
+    assert_eq!(unix.transport, proxy::Transport::Stream);
+    // LOCAL (a health check): addresses ignored.
+    let local = facts(&v2(0, 0x11, &[1; 12], &[]));
+    assert_eq!(
+        (local.command, local.addresses),
+        (proxy::Command::Local, proxy::Addresses::Unknown)
+    );
+    // UNSPEC with an ALPN TLV, a NOOP and an unknown TLV kept raw.
+    let tlvs = [
+        &[0x01, 0, 2][..],
+        b"h2",
+        &[0x04, 0, 1, 0],
+        &[0xE0, 0, 3],
+        b"xyz",
+    ]
+    .concat();
+    let unspec = facts(&v2(1, 0x00, &[], &tlvs));
+    assert_eq!(unspec.alpn.as_deref(), Some(&b"h2"[..]));
+    assert_eq!(unspec.other_tlvs, [(0xE0, Bytes::from_static(b"xyz"))]);
+    // UDP over IPv4.
+    let udp = facts(&v2(1, 0x12, &[10, 0, 0, 1, 10, 0, 0, 2, 0, 53, 1, 0], &[]));
+    assert_eq!(udp.transport, proxy::Transport::Datagram);
+    assert_eq!(udp.source(), Some("10.0.0.1:53".parse().unwrap()));
+    // v1 UNKNOWN: the rest of the line is ignored.
+    let unknown = facts(b"PROXY UNKNOWN ffff::1 whatever\r\n");
+    assert_eq!(unknown.addresses, proxy::Addresses::Unknown);
+    // A TLV that runs past the header, an address block too short.
+    assert!(matches!(
+        proxy(&v2(1, 0x11, &[0; 12], &[0x02, 0, 9, b'a'])),
+        Sniff::Invalid(Error::InvalidInput {
+            kind: InvalidInput::Malformed(Field::ProxyV2Tlv),
+            ..
+        })
+    ));
+    assert!(matches!(
+        proxy(&v2(1, 0x21, &[0; 12], &[])),
+        Sniff::Invalid(Error::InvalidInput {
+            kind: InvalidInput::Malformed(Field::ProxyV2Address),
+            ..
+        })
+    ));
+    assert!(matches!(
+        proxy(&v2(3, 0x11, &[0; 12], &[])),
+        Sniff::Invalid(Error::InvalidInput {
+            kind: InvalidInput::Malformed(Field::ProxyV2Header),
+            ..
+        })
+    ));
+    assert!(matches!(
+        proxy(b"PROXY TCP4 1.2.3.4 5.6.7.8 01 2\r\n"),
+        Sniff::Invalid(_)
+    ));
 }
 
 #[test]

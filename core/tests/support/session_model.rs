@@ -82,6 +82,7 @@ pub fn accounted(events: &[Ev], overhead: usize) -> usize {
             Event::Proxy { len, .. } => *len,
             Event::Frame(f) => f.len() + overhead,
             Event::Tunnel(b) | Event::Closed(b) => b.len(),
+            Event::Routed(d) => d.consume,
             _ => 0,
         })
         .sum()
