@@ -362,7 +362,7 @@ impl<T: Clone> Router<T> {
                     }
                     Match::HttpUpgrade(protocol) => {
                         head.is_upgrade()
-                            && protocol.as_deref().map_or(true, |p| {
+                            && protocol.as_deref().is_none_or(|p| {
                                 head.upgrade().is_some_and(|u| u.eq_ignore_ascii_case(p))
                             })
                     }
