@@ -267,6 +267,40 @@ impl RecvBuf {
         })
     }
 
+    /// A buffer that takes over `buffer`'s bytes and memory, no copy: for
+    /// adapters that bridge to APIs built on `BytesMut`.
+    ///
+    /// # Errors
+    ///
+    /// If `buffer` holds more than `config`'s `max_buffered`, it comes back
+    /// in the [`Rejected`].
+    pub fn from_buffer(
+        buffer: BytesMut,
+        config: RecvBufConfig,
+    ) -> Result<Self, Rejected<BytesMut>> {
+        if buffer.len() > config.max_buffered {
+            let error = Error::LimitExceeded {
+                limit: Limit::Buffer,
+                max: config.max_buffered as u64,
+                attempted: buffer.len() as u64,
+                offset: 0,
+            };
+            return Err(Rejected::new(error, buffer));
+        }
+        Ok(Self {
+            filled: buffer.len(),
+            buf: buffer,
+            ..Self::with_config(config)
+        })
+    }
+
+    /// The buffered bytes as a `BytesMut`, with the memory behind them, no
+    /// copy: the inverse of [`from_buffer`](Self::from_buffer).
+    pub fn into_buffer(mut self) -> BytesMut {
+        self.buf.truncate(self.filled);
+        self.buf
+    }
+
     /// The configuration.
     #[inline]
     pub fn config(&self) -> &RecvBufConfig {

@@ -1,0 +1,518 @@
+//! The cross-task write driver: cloneable handles push into one queue, a
+//! spawned task writes it.
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use cleave::{Bytes, Error, Frame, Lane, Rejected, Ticket, WriteQueue, WriteQueueConfig};
+use futures_sink::Sink;
+use tokio::io::AsyncWrite;
+use tokio::task::JoinHandle;
+
+use crate::error::WriteError;
+use crate::write::poll_drain;
+
+/// The state the handles and the writer task share, behind one lock.
+#[derive(Debug, Default)]
+struct Shared {
+    queue: WriteQueue,
+    /// The writer task, when it waits for bytes.
+    writer: Option<Waker>,
+    /// Producers waiting for room.
+    room: Vec<Waker>,
+    /// Ticket and flush waiters: lane, offset, waker. Grows to the number
+    /// of concurrent waiters once, then is reused: no allocation per ticket.
+    tickets: Vec<(Lane, u64, Waker)>,
+    flushes: Vec<([u64; 2], Waker)>,
+    /// Watermarks (bulk, urgent) the writer has flushed to the socket.
+    flushed: [u64; 2],
+    failed: Option<WriteError>,
+    /// The writer shut the socket down and stopped.
+    done: bool,
+}
+
+impl Shared {
+    fn watermarks(&self) -> [u64; 2] {
+        [
+            self.queue.watermark(Lane::Bulk),
+            self.queue.watermark(Lane::Urgent),
+        ]
+    }
+
+    /// Wakes the ticket waiters whose bytes are out, and producers waiting
+    /// for room.
+    fn wake_written(&mut self) {
+        let marks = self.watermarks();
+        self.tickets.retain(|(lane, offset, waker)| {
+            let written = *offset <= marks[*lane as usize];
+            if written {
+                waker.wake_by_ref();
+            }
+            !written
+        });
+        for waker in self.room.drain(..) {
+            waker.wake();
+        }
+    }
+
+    fn wake_flushed(&mut self) {
+        let flushed = self.flushed;
+        self.flushes.retain(|(target, waker)| {
+            let done = target[0] <= flushed[0] && target[1] <= flushed[1];
+            if done {
+                waker.wake_by_ref();
+            }
+            !done
+        });
+    }
+
+    fn wake_all(&mut self) {
+        for (_, _, waker) in self.tickets.drain(..) {
+            waker.wake();
+        }
+        for (_, waker) in self.flushes.drain(..) {
+            waker.wake();
+        }
+        for waker in self.room.drain(..) {
+            waker.wake();
+        }
+    }
+
+    /// After a push: wake the writer if it sleeps.
+    fn pushed(&mut self) {
+        if let Some(writer) = self.writer.take() {
+            writer.wake();
+        }
+    }
+}
+
+fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    // A panic while the lock was held leaves the queue as it was between
+    // two operations; carry on.
+    shared
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Spawns a task that writes into `io` what the returned handle (and its
+/// clones) push, and returns the handle and the task.
+///
+/// The task ends when the queue is closed ([`WriteHandle::close`]) and
+/// everything is written and the writer shut down, or when the writer
+/// fails; its result says which.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use cleave::{Bytes, WriteQueueConfig};
+///
+/// let (reader, writer) = tokio::io::duplex(64 * 1024);
+/// let (handle, task) = cleave_tokio::spawn_writer(writer, WriteQueueConfig::default());
+/// let ticket = handle.try_send(Bytes::from_static(b"ping\n"))?; // fire and forget...
+/// handle.written(ticket).await?; // ...or wait for it: no allocation either way
+/// handle.close().await?;
+/// task.await??;
+/// # drop(reader);
+/// # Ok(())
+/// # }
+/// ```
+pub fn spawn_writer<W>(io: W, config: WriteQueueConfig) -> (WriteHandle, JoinHandle<io::Result<()>>)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let shared = Arc::new(Mutex::new(Shared {
+        queue: WriteQueue::with_config(config),
+        ..Shared::default()
+    }));
+    let task = tokio::spawn(WriterTask {
+        io,
+        shared: shared.clone(),
+        shutting_down: false,
+    });
+    (WriteHandle::new(shared), task)
+}
+
+/// The writer task: drains under the lock (a write never blocks: it is a
+/// `poll`), flushes when the queue empties, shuts down when it is closed.
+struct WriterTask<W> {
+    io: W,
+    shared: Arc<Mutex<Shared>>,
+    shutting_down: bool,
+}
+
+impl<W: AsyncWrite + Unpin> Future for WriterTask<W> {
+    type Output = io::Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let mut shared = lock(&this.shared);
+        let shared = &mut *shared;
+        loop {
+            let drained = poll_drain(&mut shared.queue, &mut this.io, cx, |_| {});
+            shared.wake_written();
+            match drained {
+                Poll::Ready(Ok(())) => {}
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return fail(shared, e),
+            }
+            // Empty: make it reach the socket.
+            let marks = shared.watermarks();
+            if shared.flushed != marks {
+                match Pin::new(&mut this.io).poll_flush(cx) {
+                    Poll::Ready(Ok(())) => {
+                        shared.flushed = marks;
+                        shared.wake_flushed();
+                    }
+                    Poll::Ready(Err(e)) => return fail(shared, e),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            if !shared.queue.is_closed() {
+                shared.writer = Some(cx.waker().clone());
+                if shared.queue.is_flushed() {
+                    return Poll::Pending;
+                }
+                continue; // pushed while flushing
+            }
+            if shared.queue.is_flushed() || this.shutting_down {
+                this.shutting_down = true;
+                match Pin::new(&mut this.io).poll_shutdown(cx) {
+                    Poll::Ready(Ok(())) => {
+                        shared.done = true;
+                        shared.wake_all();
+                        return Poll::Ready(Ok(()));
+                    }
+                    Poll::Ready(Err(e)) => return fail(shared, e),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+        }
+    }
+}
+
+fn fail(shared: &mut Shared, e: io::Error) -> Poll<io::Result<()>> {
+    let kind = e.kind();
+    let e = Arc::new(e);
+    shared.failed = Some(WriteError::Failed(e.clone()));
+    shared.queue.abort();
+    shared.wake_all();
+    Poll::Ready(Err(io::Error::new(kind, e)))
+}
+
+/// A cloneable handle to a spawned writer's queue.
+///
+/// - [`try_send`](Self::try_send): queue now or get the bytes back;
+/// - [`send`](Self::send): wait for room (the queue's byte and item limits
+///   are the backpressure);
+/// - [`written`](Self::written): wait for a ticket (no allocation); a
+///   ticket nobody waits for costs nothing (fire and forget);
+/// - [`flush`](Self::flush), [`close`](Self::close).
+///
+/// It is also a `Sink<Bytes>`.
+#[derive(Debug)]
+pub struct WriteHandle {
+    shared: Arc<Mutex<Shared>>,
+    /// The `Sink`'s item that did not fit yet.
+    pending: Option<Bytes>,
+}
+
+impl Clone for WriteHandle {
+    fn clone(&self) -> Self {
+        Self::new(self.shared.clone())
+    }
+}
+
+impl WriteHandle {
+    fn new(shared: Arc<Mutex<Shared>>) -> Self {
+        Self {
+            shared,
+            pending: None,
+        }
+    }
+
+    /// Queues `bytes` in the bulk lane now.
+    ///
+    /// # Errors
+    ///
+    /// The bytes come back when the queue is full, closed, or the writer
+    /// failed.
+    pub fn try_send(&self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
+        let mut shared = lock(&self.shared);
+        let ticket = shared.queue.push(bytes)?;
+        shared.pushed();
+        Ok(ticket)
+    }
+
+    /// Queues `frame` in the bulk lane now.
+    ///
+    /// # Errors
+    ///
+    /// The frame comes back when the queue is full, closed, or the writer
+    /// failed.
+    #[allow(clippy::result_large_err)] // the frame comes back by value, as in the core
+    pub fn try_send_frame(&self, frame: Frame) -> Result<Ticket, Rejected<Frame>> {
+        let mut shared = lock(&self.shared);
+        let ticket = shared.queue.push_frame(frame)?;
+        shared.pushed();
+        Ok(ticket)
+    }
+
+    /// Queues `bytes` in the urgent lane: ahead of queued bulk data, between
+    /// frames.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_send`](Self::try_send), against the urgent lane's limits.
+    pub fn try_send_urgent(&self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
+        let mut shared = lock(&self.shared);
+        let ticket = shared.queue.push_urgent(bytes)?;
+        shared.pushed();
+        Ok(ticket)
+    }
+
+    /// Queues `bytes`, waiting for room while the queue is full.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::Closed`] or the writer's failure; the bytes are
+    /// dropped then (use [`try_send`](Self::try_send) to keep them).
+    pub async fn send(&self, bytes: Bytes) -> Result<Ticket, WriteError> {
+        let mut item = Some(bytes);
+        poll_fn(|cx| self.poll_send(cx, &mut item)).await
+    }
+
+    fn poll_send(
+        &self,
+        cx: &mut Context<'_>,
+        item: &mut Option<Bytes>,
+    ) -> Poll<Result<Ticket, WriteError>> {
+        let mut shared = lock(&self.shared);
+        if let Some(e) = &shared.failed {
+            return Poll::Ready(Err(e.clone()));
+        }
+        let Some(bytes) = item.take() else {
+            return Poll::Ready(Err(WriteError::Closed));
+        };
+        match shared.queue.push(bytes) {
+            Ok(ticket) => {
+                shared.pushed();
+                Poll::Ready(Ok(ticket))
+            }
+            Err(rejected) if rejected.error() == &Error::Closed => {
+                Poll::Ready(Err(WriteError::Closed))
+            }
+            Err(rejected) => {
+                *item = Some(rejected.into_value());
+                shared.room.push(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Waits until the push named by `ticket` has been handed to the
+    /// writer.
+    ///
+    /// # Errors
+    ///
+    /// The writer's failure (the bytes may not have gone out), or
+    /// [`WriteError::Closed`] if the queue was aborted before.
+    pub fn written(&self, ticket: Ticket) -> Written<'_> {
+        Written {
+            shared: &self.shared,
+            ticket,
+            registered: false,
+        }
+    }
+
+    /// Waits until everything pushed so far is written and the writer
+    /// flushed.
+    ///
+    /// # Errors
+    ///
+    /// The writer's failure.
+    pub async fn flush(&self) -> Result<(), WriteError> {
+        let target = lock(&self.shared).queue_pushed();
+        poll_fn(|cx| {
+            let mut shared = lock(&self.shared);
+            if let Some(e) = &shared.failed {
+                return Poll::Ready(Err(e.clone()));
+            }
+            let flushed = shared.flushed;
+            if target[0] <= flushed[0] && target[1] <= flushed[1] {
+                return Poll::Ready(Ok(()));
+            }
+            if shared.done {
+                return Poll::Ready(Err(WriteError::Closed));
+            }
+            shared.flushes.push((target, cx.waker().clone()));
+            shared.pushed(); // make sure the writer looks
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Closes the queue and waits until the writer wrote everything queued,
+    /// flushed and shut the socket down.
+    ///
+    /// # Errors
+    ///
+    /// The writer's failure.
+    pub async fn close(&self) -> Result<(), WriteError> {
+        {
+            let mut shared = lock(&self.shared);
+            shared.queue.close();
+            shared.pushed();
+        }
+        poll_fn(|cx| {
+            let mut shared = lock(&self.shared);
+            if let Some(e) = &shared.failed {
+                return Poll::Ready(Err(e.clone()));
+            }
+            if shared.done {
+                return Poll::Ready(Ok(()));
+            }
+            shared.flushes.push(([u64::MAX; 2], cx.waker().clone()));
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Bytes pending in the queue.
+    pub fn pending_bytes(&self) -> usize {
+        lock(&self.shared).queue.len()
+    }
+
+    /// Whether the queue is closed (or the writer failed).
+    pub fn is_closed(&self) -> bool {
+        lock(&self.shared).queue.is_closed()
+    }
+}
+
+impl Shared {
+    /// Where each lane's stream ends now: what a flush must reach.
+    fn queue_pushed(&self) -> [u64; 2] {
+        let marks = self.watermarks();
+        [
+            marks[0] + self.queue.pending_bytes(Lane::Bulk) as u64,
+            marks[1] + self.queue.pending_bytes(Lane::Urgent) as u64,
+        ]
+    }
+}
+
+impl WriteHandle {
+    fn queue_pushed(&self) -> [u64; 2] {
+        lock(&self.shared).queue_pushed()
+    }
+}
+
+/// Future returned by [`WriteHandle::written`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless polled"]
+pub struct Written<'a> {
+    shared: &'a Mutex<Shared>,
+    ticket: Ticket,
+    registered: bool,
+}
+
+impl Future for Written<'_> {
+    type Output = Result<(), WriteError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let mut shared = lock(this.shared);
+        if shared.queue.is_written(this.ticket) {
+            return Poll::Ready(Ok(()));
+        }
+        if let Some(e) = &shared.failed {
+            return Poll::Ready(Err(e.clone()));
+        }
+        if shared.done || (shared.queue.is_closed() && shared.queue.is_flushed()) {
+            // Aborted before its bytes went out.
+            return Poll::Ready(Err(WriteError::Closed));
+        }
+        let (lane, offset) = (this.ticket.lane(), this.ticket.offset());
+        let waker = cx.waker();
+        match shared
+            .tickets
+            .iter_mut()
+            .find(|(l, o, w)| this.registered && *l == lane && *o == offset && w.will_wake(waker))
+        {
+            Some(_) => {}
+            None => {
+                shared.tickets.push((lane, offset, waker.clone()));
+                this.registered = true;
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Sink<Bytes> for WriteHandle {
+    type Error = WriteError;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        let this = self.get_mut();
+        if this.pending.is_none() {
+            return Poll::Ready(Ok(()));
+        }
+        let mut item = this.pending.take();
+        match this.poll_send(cx, &mut item) {
+            Poll::Ready(result) => Poll::Ready(result.map(drop)),
+            Poll::Pending => {
+                this.pending = item;
+                Poll::Pending
+            }
+        }
+    }
+
+    fn start_send(self: Pin<&mut Self>, item: Bytes) -> Result<(), WriteError> {
+        let this = self.get_mut();
+        match this.try_send(item) {
+            Ok(_) => Ok(()),
+            Err(rejected) if rejected.error() == &Error::Closed => Err(WriteError::Closed),
+            Err(rejected) => {
+                // Full: keep it; the next poll_ready or poll_flush sends it.
+                this.pending = Some(rejected.into_value());
+                Ok(())
+            }
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        if self.as_mut().poll_ready(cx)?.is_pending() {
+            return Poll::Pending;
+        }
+        let target = self.queue_pushed();
+        let mut shared = lock(&self.shared);
+        if let Some(e) = &shared.failed {
+            return Poll::Ready(Err(e.clone()));
+        }
+        let flushed = shared.flushed;
+        if target[0] <= flushed[0] && target[1] <= flushed[1] {
+            return Poll::Ready(Ok(()));
+        }
+        shared.flushes.push((target, cx.waker().clone()));
+        shared.pushed();
+        Poll::Pending
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        if self.as_mut().poll_flush(cx)?.is_pending() {
+            return Poll::Pending;
+        }
+        let mut shared = lock(&self.shared);
+        if let Some(e) = &shared.failed {
+            return Poll::Ready(Err(e.clone()));
+        }
+        shared.queue.close();
+        if shared.done {
+            return Poll::Ready(Ok(()));
+        }
+        shared.flushes.push(([u64::MAX; 2], cx.waker().clone()));
+        shared.pushed();
+        Poll::Pending
+    }
+}

@@ -1,0 +1,29 @@
+//! The raw tunnel after a hand-off.
+
+use std::io;
+
+use cleave::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+
+/// Writes `tail` (the bytes the session had read past its last frame) to
+/// `backend` first, then copies both ways until both directions are done.
+///
+/// Nothing is lost: the tail goes out before anything read later. A
+/// half-close is respected: when one side stops sending, the other side's
+/// write half is shut down and the other direction goes on.
+///
+/// Returns the bytes sent each way: (to the backend, tail included; to the
+/// client).
+///
+/// # Errors
+///
+/// What either socket says.
+pub async fn tunnel<A, B>(client: &mut A, backend: &mut B, tail: Bytes) -> io::Result<(u64, u64)>
+where
+    A: AsyncRead + AsyncWrite + Unpin + ?Sized,
+    B: AsyncRead + AsyncWrite + Unpin + ?Sized,
+{
+    backend.write_all(&tail).await?;
+    let (up, down) = tokio::io::copy_bidirectional(client, backend).await?;
+    Ok((up + tail.len() as u64, down))
+}
