@@ -159,7 +159,7 @@ async fn a_peer_reset_is_an_io_error() {
 /// Sets SO_LINGER to zero so that closing sends a RST.
 fn socket_with_linger_zero(stream: std::net::TcpStream) -> TcpStream {
     let stream = TcpStream::from_std(stream).unwrap();
-    stream.set_linger(Some(Duration::ZERO)).unwrap();
+    stream.set_zero_linger().unwrap();
     stream
 }
 
