@@ -89,6 +89,23 @@ impl Shared {
     }
 }
 
+/// What the bulk lane takes: plain bytes or an encoded frame.
+pub(crate) trait Item: Sized {
+    fn push_into(self, queue: &mut WriteQueue) -> Result<Ticket, Rejected<Self>>;
+}
+
+impl Item for Bytes {
+    fn push_into(self, queue: &mut WriteQueue) -> Result<Ticket, Rejected<Self>> {
+        queue.push(self)
+    }
+}
+
+impl Item for Frame {
+    fn push_into(self, queue: &mut WriteQueue) -> Result<Ticket, Rejected<Self>> {
+        queue.push_frame(self)
+    }
+}
+
 fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     // A panic while the lock was held leaves the queue as it was between
     // two operations; carry on.
@@ -284,19 +301,29 @@ impl WriteHandle {
         poll_fn(|cx| self.poll_send(cx, &mut item)).await
     }
 
-    fn poll_send(
+    /// Queues an encoded frame, waiting for room while the queue is full.
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send).
+    pub async fn send_frame(&self, frame: Frame) -> Result<Ticket, WriteError> {
+        let mut item = Some(frame);
+        poll_fn(|cx| self.poll_send(cx, &mut item)).await
+    }
+
+    fn poll_send<I: Item>(
         &self,
         cx: &mut Context<'_>,
-        item: &mut Option<Bytes>,
+        item: &mut Option<I>,
     ) -> Poll<Result<Ticket, WriteError>> {
         let mut shared = lock(&self.shared);
         if let Some(e) = &shared.failed {
             return Poll::Ready(Err(e.clone()));
         }
-        let Some(bytes) = item.take() else {
+        let Some(value) = item.take() else {
             return Poll::Ready(Err(WriteError::Closed));
         };
-        match shared.queue.push(bytes) {
+        match value.push_into(&mut shared.queue) {
             Ok(ticket) => {
                 shared.pushed();
                 Poll::Ready(Ok(ticket))

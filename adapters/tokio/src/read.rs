@@ -93,6 +93,56 @@ impl<R: AsyncRead + Unpin, D: Decoder> FrameReader<R, D> {
         &self.buf
     }
 
+    /// The next frame already in the buffer, without reading: `None` when
+    /// the buffer holds no complete frame (or the stream is over).
+    ///
+    /// A same-task server answers every frame that arrived together and
+    /// then writes all the answers at once:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use cleave::{Encoder, Lines};
+    /// use cleave_tokio::{FrameReader, Writer};
+    /// use futures_util::StreamExt;
+    ///
+    /// let input: &[u8] = b"one\ntwo\nthree\n";
+    /// let mut lines = FrameReader::new(input, Lines::new());
+    /// let mut writer = Writer::new(Vec::new());
+    /// let mut encoder = Lines::new();
+    /// while let Some(line) = lines.next().await {
+    ///     writer.send_frame(encoder.encode(line?)?).await?;
+    ///     while let Some(line) = lines.next_buffered() {
+    ///         writer.send_frame(encoder.encode(line?)?).await?;
+    ///     }
+    ///     writer.flush().await?; // one write for the three answers
+    /// }
+    /// assert_eq!(writer.get_ref(), b"one\ntwo\nthree\n");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn next_buffered(&mut self) -> Option<Result<D::Item, ReadError>> {
+        if self.done {
+            return None;
+        }
+        let decoded = if self.eof {
+            self.decoder.decode_eof(&mut self.buf)
+        } else {
+            self.decoder.decode(&mut self.buf)
+        };
+        match decoded {
+            Ok(Some(item)) => Some(Ok(item)),
+            Ok(None) => {
+                self.done = self.eof;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e.into()))
+            }
+        }
+    }
+
     /// The reader, the buffer (with the bytes not yet decoded) and the
     /// decoder.
     pub fn into_parts(self) -> (R, RecvBuf, D) {

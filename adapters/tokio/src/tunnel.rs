@@ -5,6 +5,10 @@ use std::io;
 use cleave::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
+/// Each direction's copy buffer: as large as the read side's default
+/// reserve, so a tunnel does no more reads per byte than the framed phase.
+const BUF_SIZE: usize = 16 * 1024;
+
 /// Writes `tail` (the bytes the session had read past its last frame) to
 /// `backend` first, then copies both ways until both directions are done.
 ///
@@ -24,6 +28,7 @@ where
     B: AsyncRead + AsyncWrite + Unpin + ?Sized,
 {
     backend.write_all(&tail).await?;
-    let (up, down) = tokio::io::copy_bidirectional(client, backend).await?;
+    let (up, down) =
+        tokio::io::copy_bidirectional_with_sizes(client, backend, BUF_SIZE, BUF_SIZE).await?;
     Ok((up + tail.len() as u64, down))
 }

@@ -8,6 +8,8 @@ use std::task::{Context, Poll};
 use cleave::{Bytes, Frame, Progress, Rejected, Ticket, WriteQueue, WriteQueueConfig};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
+use crate::handle::Item;
+
 /// How many slices one write hands the OS.
 const SLICES: usize = 64;
 
@@ -137,15 +139,29 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     ///
     /// What the socket says; `BrokenPipe` if the queue is closed.
     pub async fn send(&mut self, bytes: Bytes) -> io::Result<Ticket> {
-        let mut bytes = bytes;
+        self.send_item(bytes).await
+    }
+
+    /// Queues an encoded frame, writing first to make room if the queue is
+    /// full.
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send).
+    pub async fn send_frame(&mut self, frame: Frame) -> io::Result<Ticket> {
+        self.send_item(frame).await
+    }
+
+    async fn send_item<I: Item>(&mut self, item: I) -> io::Result<Ticket> {
+        let mut item = item;
         loop {
-            match self.queue.push(bytes) {
+            match item.push_into(&mut self.queue) {
                 Ok(ticket) => return Ok(ticket),
                 Err(rejected) if rejected.error() == &cleave::Error::Closed => {
                     return Err(io::ErrorKind::BrokenPipe.into());
                 }
                 Err(rejected) => {
-                    bytes = rejected.into_value();
+                    item = rejected.into_value();
                     self.drain().await?;
                 }
             }

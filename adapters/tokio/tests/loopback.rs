@@ -352,3 +352,78 @@ async fn same_task_writer_and_tunnel_lose_nothing() {
     assert_eq!((up, down), (raw.len() as u64, 3));
     assert_eq!(sender.await.unwrap(), b"bye");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_frame_waits_for_room_on_both_drivers_and_frames_arrive_whole() {
+    use cleave::{Encoder, LengthPrefixed};
+    // A queue far smaller than what is sent: both drivers must wait.
+    let config = WriteQueueConfig::default()
+        .max_items(4)
+        .unwrap()
+        .max_bytes(4 * 1024)
+        .unwrap();
+    let bodies: Vec<Bytes> = (0..300u32)
+        .map(|i| Bytes::from(vec![(i % 251) as u8; (i as usize * 37) % 3000 + 1]))
+        .collect();
+
+    // Same task.
+    let (client, server) = pair().await;
+    let reader = tokio::spawn(async move {
+        FrameReader::new(server, LengthPrefixed::new())
+            .map(|frame| frame.unwrap())
+            .collect::<Vec<_>>()
+            .await
+    });
+    let mut writer = Writer::with_config(client, config);
+    let mut codec = LengthPrefixed::new();
+    for body in &bodies {
+        writer
+            .send_frame(codec.encode(body.clone()).unwrap())
+            .await
+            .unwrap();
+        assert!(writer.queue().len() <= 4 * 1024 + 3000 + 4);
+    }
+    writer.shutdown().await.unwrap();
+    assert_eq!(reader.await.unwrap(), bodies);
+
+    // Cross task.
+    let (client, server) = pair().await;
+    let reader = tokio::spawn(async move {
+        FrameReader::new(server, LengthPrefixed::new())
+            .map(|frame| frame.unwrap())
+            .collect::<Vec<_>>()
+            .await
+    });
+    let (handle, task) = spawn_writer(client, config);
+    let mut last = None;
+    for body in &bodies {
+        last = Some(
+            handle
+                .send_frame(codec.encode(body.clone()).unwrap())
+                .await
+                .unwrap(),
+        );
+    }
+    handle.written(last.unwrap()).await.unwrap();
+    handle.close().await.unwrap();
+    task.await.unwrap().unwrap();
+    assert_eq!(reader.await.unwrap(), bodies);
+}
+
+#[tokio::test]
+async fn next_buffered_gives_what_arrived_together_without_reading() {
+    let (mut client, server) = pair().await;
+    let mut lines = FrameReader::new(server, Lines::new());
+    client.write_all(b"one\ntwo\nthree\nfou").await.unwrap();
+    assert_eq!(lines.next().await.unwrap().unwrap(), "one");
+    // The rest of that read is buffered (a 17-byte write on loopback
+    // arrives whole).
+    assert_eq!(lines.next_buffered().unwrap().unwrap(), "two");
+    assert_eq!(lines.next_buffered().unwrap().unwrap(), "three");
+    assert!(lines.next_buffered().is_none(), "\"fou\" is not a line yet");
+    client.write_all(b"r\n").await.unwrap();
+    client.shutdown().await.unwrap();
+    assert_eq!(lines.next().await.unwrap().unwrap(), "four");
+    assert!(lines.next().await.is_none());
+    assert!(lines.next_buffered().is_none());
+}
