@@ -1,8 +1,8 @@
 //! A line protocol fed in random pieces: what arrives, what comes out.
 //!
 //! ```text
-//! cargo run --example line_protocol            # seed 1
-//! cargo run --example line_protocol -- 42      # another cut of the same stream
+//! cargo run --example sans_io_lines            # seed 1
+//! cargo run --example sans_io_lines -- 42      # another cut of the same stream
 //! ```
 //!
 //! The stream is cut at random places (the way a socket delivers it), fed

@@ -5,8 +5,8 @@
 //! sent. (The same session, driven by tokio, is the `demo` proxy.)
 //!
 //! ```text
-//! cargo run --example content_routing            # seed 1
-//! cargo run --example content_routing -- 7       # other pieces, same decisions
+//! cargo run --example sans_io_routing            # seed 1
+//! cargo run --example sans_io_routing -- 7       # other pieces, same decisions
 //! ```
 
 use std::time::Duration;
