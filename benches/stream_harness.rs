@@ -1,0 +1,906 @@
+//! The stream harness: many connections over loopback TCP, each sending 64
+//! route frames of 63 bytes and `\n` in fragments, a `TUNNEL` line, then a
+//! raw tunnel; a proxy routes the frames, hands the tail off and tunnels the
+//! rest to a sink that checks every byte.
+//!
+//! The proxy runs in a child process (this binary with `--role proxy`), so
+//! its CPU time and peak RSS come from its own `getrusage`, apart from the
+//! clients' and sinks'. Variants run interleaved, `--runs` times; the table
+//! shows each figure's median.
+//!
+//! Run: `cargo run --release -p cleave-benches --bin stream_harness`
+//! (`-- --help` for the options).
+
+use std::io::{self, BufRead, BufReader, Write as _};
+use std::net::SocketAddr;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use bytes_handoff::{HandoffBuffer, HandoffBufferConfig, WriteHandoff, WriteHandoffConfig};
+use cleave::route::{Match, Router};
+use cleave::{Encoder, Event, Lines, RecvBufConfig, Session, SessionConfig, WriteQueueConfig};
+use cleave_tokio::{spawn_writer, tunnel, SessionReader, Writer};
+use futures_util::StreamExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::{Builder, Runtime};
+
+const ROUTE_FRAMES: usize = 64;
+const FRAME_LEN: usize = 63;
+/// Read size of every variant that reads into its own buffer.
+const READ_RESERVE: usize = 16 * 1024;
+/// Write queue bytes of the queued variants: bytes-handoff's default
+/// (eight read reserves) and cleave's default `WriteQueue` limit.
+const WRITE_PENDING: usize = 8 * READ_RESERVE;
+/// No run may take longer: a stuck variant fails the run.
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    CleaveSameTask,
+    CleaveCrossTask,
+    BytesHandoff,
+    ManualVec,
+    RawCopy,
+}
+
+impl Variant {
+    const ALL: [Variant; 5] = [
+        Variant::CleaveSameTask,
+        Variant::CleaveCrossTask,
+        Variant::BytesHandoff,
+        Variant::ManualVec,
+        Variant::RawCopy,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Variant::CleaveSameTask => "cleave_same_task",
+            Variant::CleaveCrossTask => "cleave_cross_task",
+            Variant::BytesHandoff => "bytes_handoff",
+            Variant::ManualVec => "manual_vec",
+            Variant::RawCopy => "raw_copy",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Variant::CleaveSameTask => {
+                "cleave-tokio `SessionReader` + `Writer` (same task), then `tunnel`"
+            }
+            Variant::CleaveCrossTask => {
+                "cleave-tokio `SessionReader` + `spawn_writer` handle (everything through it)"
+            }
+            Variant::BytesHandoff => "bytes-handoff `HandoffBuffer` + `WriteHandoff`",
+            Variant::ManualVec => "hand-written `Vec<u8>` parser, direct writes",
+            Variant::RawCopy => "`tokio::io::copy` (lower bound: no parsing)",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+/// One workload: how the clients write and how long the tunnel is.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    name: &'static str,
+    connections: usize,
+    fragment: usize,
+    tunnel: usize,
+}
+
+impl Shape {
+    fn bytes_per_connection(self) -> usize {
+        frames_len() + self.tunnel
+    }
+}
+
+/// Length of the route frames and the `TUNNEL` line.
+fn frames_len() -> usize {
+    ROUTE_FRAMES * (FRAME_LEN + 1) + b"TUNNEL\n".len()
+}
+
+/// Connection `id`'s route frames and `TUNNEL` line: the same text as
+/// bytes-handoff's harness.
+fn frames(id: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(frames_len());
+    for frame in 0..ROUTE_FRAMES {
+        let start = out.len();
+        out.extend_from_slice(format!("GET /tenant/{id:04}/object/{frame:08}").as_bytes());
+        out.resize(start + FRAME_LEN, b'x');
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"TUNNEL\n");
+    out
+}
+
+/// The tunnel's bytes repeat every 251; connection `id`'s start at
+/// `id % 251` (byte `j` is `(id + j) % 251`).
+fn pattern(tunnel: usize) -> Bytes {
+    (0..tunnel + 251).map(|i| (i % 251) as u8).collect()
+}
+
+/// Connection `id`'s stream: frames, then its tunnel slice.
+struct Stream {
+    frames: Vec<u8>,
+    tunnel: Bytes,
+}
+
+impl Stream {
+    fn new(id: usize, pattern: &Bytes, tunnel: usize) -> Self {
+        let start = id % 251;
+        Self {
+            frames: frames(id),
+            tunnel: pattern.slice(start..start + tunnel),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.frames.len() + self.tunnel.len()
+    }
+
+    /// The bytes at `pos..`, at most `max` of them, without copying.
+    fn at(&self, pos: usize, max: usize) -> &[u8] {
+        let (part, pos) = match pos.checked_sub(self.frames.len()) {
+            None => (&self.frames[..], pos),
+            Some(pos) => (&self.tunnel[..], pos),
+        };
+        &part[pos..part.len().min(pos + max)]
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The proxy process
+// ---------------------------------------------------------------------------
+
+/// CPU time (user, system) of this process, and its peak RSS.
+///
+/// The peak comes from `VmHWM` in `/proc/self/status`: `ru_maxrss` is
+/// carried across `execve` and would report the parent's peak.
+fn usage() -> (Duration, Duration, u64) {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is valid.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    assert_eq!(rc, 0, "getrusage: {}", io::Error::last_os_error());
+    // SAFETY: filled by the successful call above (and zeroed before).
+    let usage = unsafe { usage.assume_init() };
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    let peak_kib = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    (time(usage.ru_utime), time(usage.ru_stime), peak_kib * 1024)
+}
+
+fn runtime(threads: usize) -> Runtime {
+    Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn proxy_main(variant: Variant, sink: SocketAddr, shape: Shape, threads: usize) {
+    let rt = runtime(threads);
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        println!("READY {}", listener.local_addr().expect("proxy address"));
+        io::stdout().flush().expect("stdout");
+        let mut proxies = Vec::with_capacity(shape.connections);
+        let (user, system, _) = usage();
+        for _ in 0..shape.connections {
+            let (inbound, _) = listener.accept().await.expect("accept");
+            inbound.set_nodelay(true).expect("nodelay");
+            proxies.push(tokio::spawn(proxy(variant, inbound, sink, shape)));
+        }
+        for proxy in proxies {
+            proxy.await.expect("proxy task").expect("proxy");
+        }
+        let (user_end, system_end, rss) = usage();
+        println!(
+            "USAGE {} {} {}",
+            (user_end - user).as_nanos(),
+            (system_end - system).as_nanos(),
+            rss
+        );
+    });
+}
+
+async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+async fn proxy(
+    variant: Variant,
+    inbound: TcpStream,
+    sink: SocketAddr,
+    shape: Shape,
+) -> io::Result<()> {
+    match variant {
+        Variant::CleaveSameTask => cleave_same_task(inbound, sink).await,
+        Variant::CleaveCrossTask => cleave_cross_task(inbound, sink).await,
+        Variant::BytesHandoff => bytes_handoff(inbound, connect(sink).await?, shape).await,
+        Variant::ManualVec => manual_vec(inbound, connect(sink).await?).await,
+        Variant::RawCopy => raw_copy(inbound, connect(sink).await?).await,
+    }
+}
+
+/// The session every cleave variant runs: route on the first bytes, then
+/// lines until `TUNNEL`, then raw bytes.
+fn session(sink: SocketAddr) -> Session<SocketAddr, Lines> {
+    let router = Router::new(sink).rule(Match::Prefix(Bytes::from_static(b"GET ")), sink);
+    let recv = RecvBufConfig::default()
+        .read_reserve(READ_RESERVE)
+        .expect("valid reserve")
+        .idle_capacity(READ_RESERVE);
+    Session::framed(
+        router,
+        Lines::new(),
+        |line| &line[..] == b"TUNNEL",
+        SessionConfig::default().recv_buf(recv),
+    )
+}
+
+fn queue_config() -> WriteQueueConfig {
+    WriteQueueConfig::default()
+        .max_bytes(WRITE_PENDING)
+        .expect("valid limit")
+}
+
+fn other<E: std::error::Error + Send + Sync + 'static>(e: E) -> io::Error {
+    io::Error::other(e)
+}
+
+/// Waits for the routing decision and connects to its target.
+async fn routed<R: AsyncRead + Unpin>(
+    events: &mut SessionReader<R, SocketAddr, Lines>,
+) -> io::Result<Option<TcpStream>> {
+    while let Some(event) = events.next().await {
+        match event.map_err(other)? {
+            Event::Routed(decision) => return connect(decision.target).await.map(Some),
+            Event::Closed(_) => return Ok(None),
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// Same task: the connection's task reads events and drains the writer
+/// whenever the reader would wait; after the hand-off, `tunnel` splices.
+async fn cleave_same_task(inbound: TcpStream, sink: SocketAddr) -> io::Result<()> {
+    let mut events = SessionReader::new(inbound, session(sink));
+    let Some(outbound) = routed(&mut events).await? else {
+        return Ok(());
+    };
+    let mut writer = Writer::with_config(outbound, queue_config());
+    let mut lines = Lines::new();
+    loop {
+        tokio::select! {
+            biased;
+            event = events.next() => match event {
+                Some(Ok(Event::Frame(line))) => {
+                    writer.send_frame(lines.encode(line).map_err(other)?).await?;
+                }
+                Some(Ok(Event::Tunnel(tail))) => {
+                    writer.drain().await?;
+                    let (mut inbound, _) = events.into_parts();
+                    let (mut outbound, _) = writer.into_parts();
+                    tunnel(&mut inbound, &mut outbound, tail).await?;
+                    return Ok(());
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(other(e)),
+                None => return writer.shutdown().await,
+            },
+            drained = writer.drain(), if !writer.queue().is_flushed() => drained?,
+        }
+    }
+}
+
+/// Cross task: everything goes through a `WriteHandle` to a spawned
+/// writer, the tunnel's bytes as the session cuts them.
+async fn cleave_cross_task(inbound: TcpStream, sink: SocketAddr) -> io::Result<()> {
+    let mut events = SessionReader::new(inbound, session(sink));
+    let Some(outbound) = routed(&mut events).await? else {
+        return Ok(());
+    };
+    let (handle, writer) = spawn_writer(outbound, queue_config());
+    let mut lines = Lines::new();
+    while let Some(event) = events.next().await {
+        match event.map_err(other)? {
+            Event::Frame(line) => {
+                handle
+                    .send_frame(lines.encode(line).map_err(other)?)
+                    .await
+                    .map_err(other)?;
+            }
+            Event::Tunnel(bytes) if !bytes.is_empty() => {
+                handle.send(bytes).await.map_err(other)?;
+            }
+            _ => {}
+        }
+    }
+    handle.close().await.map_err(other)?;
+    writer.await.map_err(other)?
+}
+
+/// bytes-handoff as its own harness drives it (its `handoff`
+/// implementation, ticket completion, its default limits).
+async fn bytes_handoff(
+    mut inbound: TcpStream,
+    outbound: TcpStream,
+    shape: Shape,
+) -> io::Result<()> {
+    let tunnel_items = shape.tunnel.div_ceil(READ_RESERVE);
+    let handoff = WriteHandoff::spawn(
+        outbound,
+        WriteHandoffConfig::new(ROUTE_FRAMES + tunnel_items + 16, WRITE_PENDING),
+    );
+    let mut buffer = HandoffBuffer::with_config(
+        HandoffBufferConfig::new(shape.bytes_per_connection() + READ_RESERVE)
+            .with_read_reserve(READ_RESERVE),
+    );
+    let mut tunnel = false;
+    loop {
+        let read = buffer.read_available(&mut inbound).await.map_err(other)?;
+        if read == 0 {
+            break;
+        }
+        if !tunnel {
+            loop {
+                let bytes = buffer.peek();
+                if bytes.starts_with(b"TUNNEL\n") {
+                    tunnel = true;
+                    break;
+                }
+                if bytes.starts_with(b"TUN") {
+                    break;
+                }
+                let Some(newline) = memchr::memchr(b'\n', bytes) else {
+                    break;
+                };
+                let frame = buffer.split_prefix(newline + 1).map_err(other)?;
+                handoff.write(frame).await.map_err(other)?;
+            }
+        }
+        if tunnel && !buffer.is_empty() {
+            handoff.write(buffer.freeze_all()).await.map_err(other)?;
+        }
+    }
+    if !buffer.is_empty() {
+        handoff.write(buffer.freeze_all()).await.map_err(other)?;
+    }
+    handoff.drain().await.map_err(other)?;
+    handoff.close();
+    Ok(())
+}
+
+/// The hand-written proxy of bytes-handoff's harness: a `Vec<u8>`, a
+/// scratch read buffer, `write_all` per frame.
+async fn manual_vec(mut inbound: TcpStream, mut outbound: TcpStream) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(READ_RESERVE * 2);
+    let mut scratch = vec![0u8; READ_RESERVE];
+    let mut consumed = 0;
+    let mut tunnel = false;
+    loop {
+        let read = inbound.read(&mut scratch).await?;
+        if read == 0 {
+            break;
+        }
+        buf.extend_from_slice(&scratch[..read]);
+        if !tunnel {
+            loop {
+                let available = &buf[consumed..];
+                if available.starts_with(b"TUNNEL\n") {
+                    tunnel = true;
+                    break;
+                }
+                if available.starts_with(b"TUN") {
+                    break;
+                }
+                let Some(newline) = memchr::memchr(b'\n', available) else {
+                    break;
+                };
+                let end = consumed + newline + 1;
+                outbound.write_all(&buf[consumed..end]).await?;
+                consumed = end;
+            }
+            if consumed == buf.len() {
+                buf.clear();
+                consumed = 0;
+            } else if consumed >= READ_RESERVE && consumed * 2 >= buf.len() {
+                buf.drain(..consumed);
+                consumed = 0;
+            }
+        }
+        if tunnel && consumed < buf.len() {
+            outbound.write_all(&buf[consumed..]).await?;
+            buf.clear();
+            consumed = 0;
+        }
+    }
+    if consumed < buf.len() {
+        outbound.write_all(&buf[consumed..]).await?;
+    }
+    outbound.shutdown().await
+}
+
+async fn raw_copy(mut inbound: TcpStream, mut outbound: TcpStream) -> io::Result<()> {
+    tokio::io::copy(&mut inbound, &mut outbound).await?;
+    outbound.shutdown().await
+}
+
+// ---------------------------------------------------------------------------
+// The driver: clients and sinks
+// ---------------------------------------------------------------------------
+
+/// Writes connection `id`'s stream in `fragment`-byte writes, half-closes,
+/// then waits for the proxy to close its side.
+async fn client(proxy: SocketAddr, stream: Arc<Stream>, fragment: usize) -> io::Result<()> {
+    let mut socket = connect(proxy).await?;
+    let mut piece = vec![0u8; fragment];
+    let mut pos = 0;
+    while pos < stream.len() {
+        // A fragment may straddle the frames and the tunnel.
+        let mut filled = 0;
+        while filled < fragment && pos + filled < stream.len() {
+            let part = stream.at(pos + filled, fragment - filled);
+            piece[filled..filled + part.len()].copy_from_slice(part);
+            filled += part.len();
+        }
+        socket.write_all(&piece[..filled]).await?;
+        pos += filled;
+    }
+    socket.shutdown().await?;
+    let mut rest = [0u8; 64];
+    while socket.read(&mut rest).await? != 0 {}
+    Ok(())
+}
+
+/// Reads one proxied connection to its end, checking every byte against
+/// the stream its first frame names; returns when the last byte came.
+async fn sink(
+    mut socket: TcpStream,
+    streams: Arc<Vec<Arc<Stream>>>,
+) -> io::Result<(usize, Instant)> {
+    let mut buf = vec![0u8; 64 * 1024];
+    // "GET /tenant/NNNN/": the connection's number.
+    let mut head = Vec::new();
+    while head.len() < 16 {
+        let n = socket.read(&mut buf).await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "no route frame",
+            ));
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let id: usize = std::str::from_utf8(&head[12..16])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad route frame"))?;
+    let stream = streams
+        .get(id)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "unknown connection"))?;
+    let mut pos = 0;
+    let check = |data: &[u8], pos: &mut usize| -> io::Result<()> {
+        let mut done = 0;
+        while done < data.len() {
+            let want = stream.at(*pos, data.len() - done);
+            if want.is_empty() || want != &data[done..done + want.len()] {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("connection {id}: wrong byte near {}", *pos),
+                ));
+            }
+            done += want.len();
+            *pos += want.len();
+        }
+        Ok(())
+    };
+    check(&head, &mut pos)?;
+    loop {
+        let n = socket.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        check(&buf[..n], &mut pos)?;
+    }
+    if pos != stream.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("connection {id}: {pos} of {} bytes", stream.len()),
+        ));
+    }
+    Ok((id, Instant::now()))
+}
+
+/// Kills the proxy if the run fails half-way.
+struct ProxyProcess {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl ProxyProcess {
+    fn spawn(variant: Variant, sink: SocketAddr, shape: Shape, threads: usize) -> Self {
+        let mut child = Command::new(std::env::current_exe().expect("own path"))
+            .args([
+                "--role",
+                "proxy",
+                "--variant",
+                variant.name(),
+                "--sink",
+                &sink.to_string(),
+                "--connections",
+                &shape.connections.to_string(),
+                "--fragment",
+                &shape.fragment.to_string(),
+                "--tunnel-bytes",
+                &shape.tunnel.to_string(),
+                "--threads",
+                &threads.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the proxy");
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        Self { child, stdout }
+    }
+
+    fn line(&mut self, tag: &str) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("proxy output");
+        line.strip_prefix(tag)
+            .unwrap_or_else(|| panic!("proxy said {line:?}, not {tag}"))
+            .trim()
+            .to_string()
+    }
+}
+
+impl Drop for ProxyProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Measured {
+    seconds: f64,
+    bytes: usize,
+    proxy_cpu: Duration,
+    proxy_user: Duration,
+    rss: u64,
+    p50: Duration,
+    p99: Duration,
+}
+
+fn run_once(
+    rt: &Runtime,
+    variant: Variant,
+    shape: Shape,
+    threads: usize,
+    pattern: &Bytes,
+) -> Measured {
+    let streams: Arc<Vec<Arc<Stream>>> = Arc::new(
+        (0..shape.connections)
+            .map(|id| Arc::new(Stream::new(id, pattern, shape.tunnel)))
+            .collect(),
+    );
+    let sinks = rt
+        .block_on(TcpListener::bind("127.0.0.1:0"))
+        .expect("bind sink");
+    let sink_addr = sinks.local_addr().expect("sink address");
+    let mut proxy = ProxyProcess::spawn(variant, sink_addr, shape, threads);
+    let proxy_addr: SocketAddr = proxy.line("READY").parse().expect("proxy address");
+
+    let (seconds, latencies) = rt.block_on(async {
+        let begun = Instant::now();
+        let started: Arc<Vec<AtomicU64>> =
+            Arc::new((0..shape.connections).map(|_| AtomicU64::new(0)).collect());
+        let sink_task = {
+            let streams = streams.clone();
+            tokio::spawn(async move {
+                let mut checks = Vec::with_capacity(shape.connections);
+                for _ in 0..shape.connections {
+                    let (socket, _) = sinks.accept().await?;
+                    socket.set_nodelay(true)?;
+                    checks.push(tokio::spawn(sink(socket, streams.clone())));
+                }
+                let mut done = Vec::with_capacity(checks.len());
+                for check in checks {
+                    done.push(check.await.map_err(other)??);
+                }
+                Ok::<_, io::Error>(done)
+            })
+        };
+        let mut clients = Vec::with_capacity(shape.connections);
+        for (id, stream) in streams.iter().enumerate() {
+            let (stream, started) = (stream.clone(), started.clone());
+            clients.push(tokio::spawn(async move {
+                started[id].store(begun.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                client(proxy_addr, stream, shape.fragment).await
+            }));
+        }
+        let work = async {
+            for client in clients {
+                client.await.map_err(other)??;
+            }
+            sink_task.await.map_err(other)?
+        };
+        let done = tokio::time::timeout(RUN_TIMEOUT, work)
+            .await
+            .expect("the run finished in time")
+            .unwrap_or_else(|e| panic!("{}: {e}", variant.name()));
+        let seconds = begun.elapsed().as_secs_f64();
+        let mut latencies: Vec<Duration> = done
+            .iter()
+            .map(|(id, at)| {
+                let start = Duration::from_nanos(started[*id].load(Ordering::Relaxed));
+                at.duration_since(begun).saturating_sub(start)
+            })
+            .collect();
+        latencies.sort();
+        (seconds, latencies)
+    });
+
+    let usage = proxy.line("USAGE");
+    let mut fields = usage
+        .split_whitespace()
+        .map(|f| f.parse::<u64>().expect("a number"));
+    let proxy_user = Duration::from_nanos(fields.next().expect("user"));
+    let proxy_system = Duration::from_nanos(fields.next().expect("system"));
+    let rss = fields.next().expect("rss");
+    let at = |q: f64| {
+        latencies[((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len()) - 1]
+    };
+    Measured {
+        seconds,
+        bytes: shape.connections * shape.bytes_per_connection(),
+        proxy_cpu: proxy_user + proxy_system,
+        proxy_user,
+        rss,
+        p50: at(0.50),
+        p99: at(0.99),
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+struct Row {
+    variant: Variant,
+    mib_s: f64,
+    ns_per_byte: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    rss_mib: f64,
+}
+
+fn summarize(variant: Variant, runs: &[Measured]) -> Row {
+    let med = |f: &dyn Fn(&Measured) -> f64| median(runs.iter().map(f).collect());
+    Row {
+        variant,
+        mib_s: med(&|m| m.bytes as f64 / m.seconds / (1 << 20) as f64),
+        ns_per_byte: med(&|m| m.proxy_cpu.as_nanos() as f64 / m.bytes as f64),
+        p50_ms: med(&|m| m.p50.as_secs_f64() * 1e3),
+        p99_ms: med(&|m| m.p99.as_secs_f64() * 1e3),
+        rss_mib: med(&|m| m.rss as f64 / (1 << 20) as f64),
+    }
+}
+
+fn print_table(shape: Shape, runs: usize, rows: &[Row]) {
+    let base = rows
+        .iter()
+        .find(|r| r.variant == Variant::BytesHandoff)
+        .map(|r| (r.ns_per_byte, r.mib_s));
+    println!(
+        "\n### {}: {} connections, {} B writes, {} MiB tunnel each (median of {runs})\n",
+        shape.name,
+        shape.connections,
+        shape.fragment,
+        shape.tunnel as f64 / (1 << 20) as f64,
+    );
+    println!("| variant | throughput | proxy CPU | vs bytes-handoff | p50 | p99 | peak RSS |");
+    println!("|---|---|---|---|---|---|---|");
+    for row in rows {
+        let ratio = base.map_or(String::from("-"), |(ns, _)| {
+            format!("{:.2}x", row.ns_per_byte / ns)
+        });
+        println!(
+            "| {} | {:.0} MiB/s | {:.2} ns/B | {} | {:.1} ms | {:.1} ms | {:.1} MiB |",
+            row.variant.what(),
+            row.mib_s,
+            row.ns_per_byte,
+            ratio,
+            row.p50_ms,
+            row.p99_ms,
+            row.rss_mib,
+        );
+    }
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| String::from("unknown CPU"));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    format!("{cpu}, {cores} cores, Linux {kernel}")
+}
+
+struct Options {
+    role_proxy: bool,
+    variants: Vec<Variant>,
+    scenarios: Vec<&'static str>,
+    connections: usize,
+    runs: usize,
+    threads: usize,
+    fragment: Option<usize>,
+    tunnel: Option<usize>,
+    sink: Option<SocketAddr>,
+}
+
+const HELP: &str = "\
+stream_harness: the content-routed stream workload over loopback TCP.
+
+Options:
+  --scenario fragmented|coalesced|all   default: all
+      fragmented: 64 B writes, 1 MiB tunnels; coalesced: 16 KiB writes, 16 MiB tunnels
+  --variants a,b,...   default: all of cleave_same_task, cleave_cross_task,
+                       bytes_handoff, manual_vec, raw_copy
+  --connections N      default: 64
+  --runs N             default: 3 (figures are medians)
+  --threads N          proxy runtime workers, default: the number of cores
+  --fragment BYTES     override the scenario's write size
+  --tunnel-bytes BYTES override the scenario's tunnel length
+";
+
+fn options() -> Options {
+    let mut o = Options {
+        role_proxy: false,
+        variants: Variant::ALL.to_vec(),
+        scenarios: vec!["fragmented", "coalesced"],
+        connections: 64,
+        runs: 3,
+        threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        fragment: None,
+        tunnel: None,
+        sink: None,
+    };
+    let mut variant = None;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args = args.iter();
+    let number = |v: Option<&String>, what: &str| -> usize {
+        v.and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| panic!("{what} takes a positive number"))
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--help" | "-h" => {
+                print!("{HELP}");
+                std::process::exit(0);
+            }
+            "--role" => o.role_proxy = args.next().map(String::as_str) == Some("proxy"),
+            "--variant" => variant = args.next().and_then(|v| Variant::parse(v)),
+            "--sink" => o.sink = args.next().and_then(|v| v.parse().ok()),
+            "--variants" => {
+                o.variants = args
+                    .next()
+                    .expect("--variants takes a list")
+                    .split(',')
+                    .map(|v| Variant::parse(v).unwrap_or_else(|| panic!("unknown variant {v}")))
+                    .collect();
+            }
+            "--scenario" => {
+                o.scenarios = match args.next().map(String::as_str) {
+                    Some("fragmented") => vec!["fragmented"],
+                    Some("coalesced") => vec!["coalesced"],
+                    Some("all") => vec!["fragmented", "coalesced"],
+                    other => panic!("unknown scenario {other:?}"),
+                };
+            }
+            "--connections" => o.connections = number(args.next(), "--connections"),
+            "--runs" => o.runs = number(args.next(), "--runs"),
+            "--threads" => o.threads = number(args.next(), "--threads"),
+            "--fragment" => o.fragment = Some(number(args.next(), "--fragment")),
+            "--tunnel-bytes" => o.tunnel = Some(number(args.next(), "--tunnel-bytes")),
+            other => panic!("unknown option {other} (see --help)"),
+        }
+    }
+    if o.role_proxy {
+        o.variants = vec![variant.expect("--role proxy needs --variant")];
+    }
+    o
+}
+
+fn shape(name: &'static str, o: &Options) -> Shape {
+    let (fragment, tunnel) = match name {
+        "fragmented" => (64, 1 << 20),
+        _ => (16 * 1024, 16 << 20),
+    };
+    Shape {
+        name,
+        connections: o.connections,
+        fragment: o.fragment.unwrap_or(fragment),
+        tunnel: o.tunnel.unwrap_or(tunnel),
+    }
+}
+
+fn main() {
+    let o = options();
+    if o.role_proxy {
+        let shape = shape("proxy", &o);
+        proxy_main(o.variants[0], o.sink.expect("--sink"), shape, o.threads);
+        return;
+    }
+    println!("# stream harness");
+    println!();
+    println!("- machine: {}", machine());
+    println!(
+        "- proxy: its own process, {} runtime workers; clients and sinks: this process, the same number",
+        o.threads
+    );
+    println!("- each connection: {ROUTE_FRAMES} route frames of {FRAME_LEN} B + `\\n`, `TUNNEL\\n`, then the tunnel");
+    let rt = runtime(o.threads);
+    for name in &o.scenarios {
+        let shape = shape(name, &o);
+        let pattern = pattern(shape.tunnel);
+        let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); o.variants.len()];
+        for run in 0..o.runs {
+            for (i, &variant) in o.variants.iter().enumerate() {
+                let m = run_once(&rt, variant, shape, o.threads, &pattern);
+                eprintln!(
+                    "{} run {} {}: {:.3} s, proxy CPU {:.3} s ({:.3} s user), p99 {:.1} ms, RSS {:.1} MiB",
+                    shape.name,
+                    run + 1,
+                    variant.name(),
+                    m.seconds,
+                    m.proxy_cpu.as_secs_f64(),
+                    m.proxy_user.as_secs_f64(),
+                    m.p99.as_secs_f64() * 1e3,
+                    m.rss as f64 / (1 << 20) as f64
+                );
+                measured[i].push(m);
+            }
+        }
+        let rows: Vec<Row> = o
+            .variants
+            .iter()
+            .zip(&measured)
+            .map(|(&v, runs)| summarize(v, runs))
+            .collect();
+        print_table(shape, o.runs, &rows);
+    }
+}
