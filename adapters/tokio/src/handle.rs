@@ -4,6 +4,7 @@
 use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
@@ -106,7 +107,29 @@ impl Item for Frame {
     }
 }
 
-fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+/// The shared state, and the lanes' watermarks outside the lock, so that a
+/// ticket already written completes without taking it.
+#[derive(Debug, Default)]
+struct Inner {
+    state: Mutex<Shared>,
+    written: [AtomicU64; 2],
+}
+
+impl Inner {
+    /// Publishes the watermarks; called under the lock after every drain.
+    fn publish(&self, shared: &Shared) {
+        let marks = shared.watermarks();
+        self.written[0].store(marks[0], Ordering::Release);
+        self.written[1].store(marks[1], Ordering::Release);
+    }
+
+    fn is_written(&self, ticket: Ticket) -> bool {
+        self.written[ticket.lane() as usize].load(Ordering::Acquire) >= ticket.offset()
+    }
+}
+
+fn lock(inner: &Inner) -> MutexGuard<'_, Shared> {
+    let shared = &inner.state;
     // A panic while the lock was held leaves the queue as it was between
     // two operations; carry on.
     shared
@@ -140,10 +163,13 @@ pub fn spawn_writer<W>(io: W, config: WriteQueueConfig) -> (WriteHandle, JoinHan
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let shared = Arc::new(Mutex::new(Shared {
-        queue: WriteQueue::with_config(config),
-        ..Shared::default()
-    }));
+    let shared = Arc::new(Inner {
+        state: Mutex::new(Shared {
+            queue: WriteQueue::with_config(config),
+            ..Shared::default()
+        }),
+        written: Default::default(),
+    });
     let task = tokio::spawn(WriterTask {
         io,
         shared: shared.clone(),
@@ -156,7 +182,7 @@ where
 /// `poll`), flushes when the queue empties, shuts down when it is closed.
 struct WriterTask<W> {
     io: W,
-    shared: Arc<Mutex<Shared>>,
+    shared: Arc<Inner>,
     shutting_down: bool,
 }
 
@@ -169,6 +195,7 @@ impl<W: AsyncWrite + Unpin> Future for WriterTask<W> {
         let shared = &mut *shared;
         loop {
             let drained = poll_drain(&mut shared.queue, &mut this.io, cx, |_| {});
+            this.shared.publish(shared);
             shared.wake_written();
             match drained {
                 Poll::Ready(Ok(())) => {}
@@ -231,7 +258,7 @@ fn fail(shared: &mut Shared, e: io::Error) -> Poll<io::Result<()>> {
 /// It is also a `Sink<Bytes>`.
 #[derive(Debug)]
 pub struct WriteHandle {
-    shared: Arc<Mutex<Shared>>,
+    shared: Arc<Inner>,
     /// The `Sink`'s item that did not fit yet.
     pending: Option<Bytes>,
 }
@@ -243,7 +270,7 @@ impl Clone for WriteHandle {
 }
 
 impl WriteHandle {
-    fn new(shared: Arc<Mutex<Shared>>) -> Self {
+    fn new(shared: Arc<Inner>) -> Self {
         Self {
             shared,
             pending: None,
@@ -439,7 +466,7 @@ impl WriteHandle {
 #[derive(Debug)]
 #[must_use = "futures do nothing unless polled"]
 pub struct Written<'a> {
-    shared: &'a Mutex<Shared>,
+    shared: &'a Inner,
     ticket: Ticket,
     registered: bool,
 }
@@ -449,6 +476,9 @@ impl Future for Written<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        if this.shared.is_written(this.ticket) {
+            return Poll::Ready(Ok(()));
+        }
         let mut shared = lock(this.shared);
         if shared.queue.is_written(this.ticket) {
             return Poll::Ready(Ok(()));

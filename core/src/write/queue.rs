@@ -104,6 +104,7 @@ impl LaneQueue {
     }
 
     /// Turns the run buffer's bytes into an entry of their own.
+    #[inline]
     fn seal(&mut self) {
         if !self.staging.is_empty() {
             let run = self.staging.split().freeze();
