@@ -694,6 +694,8 @@ struct Row {
     variant: Variant,
     mib_s: f64,
     ns_per_byte: f64,
+    ns_per_byte_range: (f64, f64),
+    user_share: f64,
     p50_ms: f64,
     p99_ms: f64,
     rss_mib: f64,
@@ -705,6 +707,11 @@ fn summarize(variant: Variant, runs: &[Measured]) -> Row {
         variant,
         mib_s: med(&|m| m.bytes as f64 / m.seconds / (1 << 20) as f64),
         ns_per_byte: med(&|m| m.proxy_cpu.as_nanos() as f64 / m.bytes as f64),
+        ns_per_byte_range: runs
+            .iter()
+            .map(|m| m.proxy_cpu.as_nanos() as f64 / m.bytes as f64)
+            .fold((f64::MAX, 0.0), |(lo, hi), x| (lo.min(x), hi.max(x))),
+        user_share: med(&|m| m.proxy_user.as_secs_f64() / m.proxy_cpu.as_secs_f64().max(1e-9)),
         p50_ms: med(&|m| m.p50.as_secs_f64() * 1e3),
         p99_ms: med(&|m| m.p99.as_secs_f64() * 1e3),
         rss_mib: med(&|m| m.rss as f64 / (1 << 20) as f64),
@@ -723,17 +730,20 @@ fn print_table(shape: Shape, runs: usize, rows: &[Row]) {
         shape.fragment,
         shape.tunnel as f64 / (1 << 20) as f64,
     );
-    println!("| variant | throughput | proxy CPU | vs bytes-handoff | p50 | p99 | peak RSS |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| variant | throughput | proxy CPU (min-max) | in user space | vs bytes-handoff | p50 | p99 | peak RSS |");
+    println!("|---|---|---|---|---|---|---|---|");
     for row in rows {
         let ratio = base.map_or(String::from("-"), |(ns, _)| {
             format!("{:.2}x", row.ns_per_byte / ns)
         });
         println!(
-            "| {} | {:.0} MiB/s | {:.2} ns/B | {} | {:.1} ms | {:.1} ms | {:.1} MiB |",
+            "| {} | {:.0} MiB/s | {:.2} ns/B ({:.2}-{:.2}) | {:.0}% | {} | {:.1} ms | {:.1} ms | {:.1} MiB |",
             row.variant.what(),
             row.mib_s,
             row.ns_per_byte,
+            row.ns_per_byte_range.0,
+            row.ns_per_byte_range.1,
+            row.user_share * 100.0,
             ratio,
             row.p50_ms,
             row.p99_ms,

@@ -107,8 +107,3 @@ pub use recv_buf::{
 };
 pub use session::{Event, NoFrames, ProxyMode, Session, SessionConfig};
 pub use write::{fragments, Fragments, Lane, Progress, Ticket, WriteQueue, WriteQueueConfig};
-
-/// The README's examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;

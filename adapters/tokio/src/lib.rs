@@ -79,3 +79,9 @@ pub use handle::{spawn_writer, WriteHandle, Written};
 pub use read::{FrameReader, SessionReader};
 pub use tunnel::tunnel;
 pub use write::Writer;
+
+/// The README's examples (the core's and this crate's), compiled and run as
+/// doctests here, where both crates are in reach.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
