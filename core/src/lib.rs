@@ -89,6 +89,7 @@ pub mod codec;
 mod decoder;
 mod encoder;
 mod error;
+mod inbound;
 mod recv_buf;
 pub mod route;
 mod session;
@@ -102,6 +103,7 @@ pub use codec::varint::{Varint, VarintConfig, MAX_VARINT_LEN};
 pub use decoder::{Decoder, Frames};
 pub use encoder::{Encoder, Frame, INLINE_FRAMING};
 pub use error::{Error, Fault, Field, InvalidInput, Limit, Misuse, Rejected, Unencodable};
+pub use inbound::{Framed, Inbound};
 pub use recv_buf::{
     RecvBuf, RecvBufConfig, DEFAULT_IDLE_CAPACITY, DEFAULT_MAX_BUFFERED, DEFAULT_READ_RESERVE,
 };

@@ -1,6 +1,7 @@
 //! [`WriteQueue`]: the bounded outbound queue of owned `Bytes`.
 
 use alloc::collections::VecDeque;
+use alloc::vec::Vec;
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::encoder::{Frame, Part};
@@ -126,29 +127,30 @@ impl LaneQueue {
 }
 
 /// Hands out the bytes of `entries` from `cursor` (entry index, offset in
-/// it) in slices of at most `piece`, until `run` bytes or `slices` slices;
-/// moves the cursor and returns the bytes handed out. Planning a drain and
-/// filling it walk the same way, so they always agree.
+/// it) in pieces of at most `piece`, until `run` bytes or `slices` pieces;
+/// `put` gets each piece as (entry, start, length). Moves the cursor and
+/// returns the bytes handed out. Planning a drain and filling it walk the
+/// same way, so they always agree.
 fn walk<'a>(
     entries: &'a VecDeque<Bytes>,
     cursor: &mut (usize, usize),
     mut run: usize,
     piece: usize,
     slices: &mut usize,
-    mut put: impl FnMut(&'a [u8]),
+    mut put: impl FnMut(&'a Bytes, usize, usize),
 ) -> usize {
     let mut walked = 0;
     while run > 0 && *slices > 0 {
         let Some(entry) = entries.get(cursor.0) else {
             break;
         };
-        let rest = &entry[cursor.1..];
-        let take = rest.len().min(piece).min(run);
-        put(&rest[..take]);
+        let rest = entry.len() - cursor.1;
+        let take = rest.min(piece).min(run);
+        put(entry, cursor.1, take);
         *slices -= 1;
         run -= take;
         walked += take;
-        if take == rest.len() {
+        if take == rest {
             *cursor = (cursor.0 + 1, 0);
         } else {
             cursor.1 += take;
@@ -400,8 +402,8 @@ impl WriteQueue {
     pub fn chunks<'a>(&'a mut self, out: &mut [&'a [u8]]) -> usize {
         self.make_plan(out.len());
         let mut n = 0;
-        self.each_slice(|slice| {
-            out[n] = slice;
+        self.each_piece(|entry, start, len| {
+            out[n] = &entry[start..start + len];
             n += 1;
         });
         n
@@ -412,11 +414,41 @@ impl WriteQueue {
     pub fn io_slices<'a>(&'a mut self, out: &mut [std::io::IoSlice<'a>]) -> usize {
         self.make_plan(out.len());
         let mut n = 0;
-        self.each_slice(|slice| {
-            out[n] = std::io::IoSlice::new(slice);
+        self.each_piece(|entry, start, len| {
+            out[n] = std::io::IoSlice::new(&entry[start..start + len]);
             n += 1;
         });
         n
+    }
+
+    /// [`chunks`](Self::chunks) as owned `Bytes` (views of the queued
+    /// bytes, not copies), appended to `out`: at most `max` of them.
+    ///
+    /// For a writer that must not borrow the queue while it writes: one
+    /// that blocks, outside the lock that guards the queue. Pushes made in
+    /// the meantime do not disturb what was handed out; call
+    /// [`advance`](Self::advance) with what was written before draining
+    /// again. Each piece costs a reference count, where `chunks` costs
+    /// nothing.
+    ///
+    /// ```
+    /// use cleave::{Bytes, WriteQueue};
+    ///
+    /// let mut queue = WriteQueue::new();
+    /// queue.push(Bytes::from(vec![1u8; 4096])).expect("room");
+    /// let mut out = Vec::new();
+    /// queue.chunks_owned(&mut out, 64);
+    /// queue.push(Bytes::from_static(b"meanwhile")).expect("room"); // no borrow held
+    /// let written: usize = out.iter().map(|b| b.len()).sum();
+    /// queue.advance(written)?;
+    /// assert_eq!(queue.len(), 9);
+    /// # Ok::<(), cleave::Error>(())
+    /// ```
+    pub fn chunks_owned(&mut self, out: &mut Vec<Bytes>, max: usize) -> usize {
+        self.make_plan(max);
+        let before = out.len();
+        self.each_piece(|entry, start, len| out.push(entry.slice(start..start + len)));
+        out.len() - before
     }
 
     /// Records that the writer took the first `n` bytes of what the last
@@ -613,7 +645,7 @@ impl WriteQueue {
                 limit.min(bytes),
                 piece,
                 &mut slices,
-                |_| {},
+                |_, _, _| {},
             );
             bytes -= run;
             plan.push(lane, run);
@@ -624,8 +656,9 @@ impl WriteQueue {
         self.plan = plan;
     }
 
-    /// Calls `put` with each slice of the current plan, in order.
-    fn each_slice<'a>(&'a self, mut put: impl FnMut(&'a [u8])) {
+    /// Calls `put` with each piece of the current plan, in order, as
+    /// (entry, start, length).
+    fn each_piece<'a>(&'a self, mut put: impl FnMut(&'a Bytes, usize, usize)) {
         let piece = self.config.piece_size;
         let mut cursors = [(0, 0); 2];
         let mut slices = usize::MAX;

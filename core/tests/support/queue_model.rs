@@ -235,13 +235,22 @@ impl Harness {
         }
     }
 
-    /// Drains into `room` slices (through `chunks` or `io_slices`, in turn)
-    /// and checks what was handed out.
+    /// Drains into `room` slices (through `chunks`, `io_slices` or
+    /// `chunks_owned`, in turn) and checks what was handed out.
     fn drain(&mut self, room: usize) -> Vec<u8> {
         let (max_slices, piece) = (self.config.max_slices_len(), self.config.piece_size_len());
         let mut presented = Vec::new();
         self.writes += 1;
-        if self.writes % 2 == 0 {
+        if self.writes % 3 == 2 {
+            let mut owned = vec![Bytes::from_static(b"kept")];
+            let n = self.queue.chunks_owned(&mut owned, room);
+            assert_eq!(owned.len(), n + 1, "appends, keeps what was there");
+            assert!(n <= room && n <= max_slices);
+            for piece_bytes in &owned[1..] {
+                assert!(!piece_bytes.is_empty() && piece_bytes.len() <= piece);
+                presented.extend_from_slice(piece_bytes);
+            }
+        } else if self.writes % 3 == 0 {
             let mut slices = vec![&b""[..]; room];
             let n = self.queue.chunks(&mut slices);
             assert!(n <= room && n <= max_slices);
