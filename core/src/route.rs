@@ -3,6 +3,7 @@
 //! the [`FrameRouter`] for routing each frame of a framed stream.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
@@ -226,9 +227,12 @@ enum Verdict {
 /// let late = router.route(b"GET / HT", Duration::from_secs(6)).unwrap();
 /// assert_eq!((late.target, late.reason), ("default", Reason::DeadlinePassed));
 /// ```
+///
+/// Cloning a router is cheap (its rules are shared), so a server can give
+/// every connection's session its own.
 #[derive(Clone, Debug)]
 pub struct Router<T> {
-    rules: Vec<(Match, T)>,
+    rules: Arc<Vec<(Match, T)>>,
     fallback: T,
     config: RouterConfig,
 }
@@ -242,7 +246,7 @@ impl<T: Clone> Router<T> {
     /// A router with the given limits.
     pub fn with_config(fallback: T, config: RouterConfig) -> Self {
         Self {
-            rules: Vec::new(),
+            rules: Arc::new(Vec::new()),
             fallback,
             config,
         }
@@ -250,7 +254,7 @@ impl<T: Clone> Router<T> {
 
     /// Adds a rule after the others.
     pub fn rule(mut self, when: Match, target: T) -> Self {
-        self.rules.push((when, target));
+        Arc::make_mut(&mut self.rules).push((when, target));
         self
     }
 
