@@ -1,0 +1,19 @@
+//! The adapter's error: the core's typed errors, and what the OS said.
+
+use std::io;
+
+/// What went wrong with a connection.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnError {
+    /// The peer's bytes broke the protocol or a limit; final. The bytes not
+    /// consumed stay in the inbound's buffer
+    /// ([`RecvBuf::take_tail`](cleave::RecvBuf::take_tail)); an incomplete
+    /// last frame at the end of the stream is [`cleave::Error::Truncated`],
+    /// carrying its bytes.
+    #[error(transparent)]
+    Protocol(#[from] cleave::Error),
+    /// The socket failed (a reset, say).
+    #[error("i/o failed: {0}")]
+    Io(#[from] io::Error),
+}

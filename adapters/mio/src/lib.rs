@@ -1,0 +1,99 @@
+//! cleave-mio: drives cleave's Sans-IO core from a mio poll loop.
+//!
+//! For event loops you own: a proxy or a broker with its own `mio::Poll`,
+//! a server that keeps thousands of connections on one thread, an
+//! embedding where a runtime would be in the way. A [`Conn`] is one
+//! connection's state, driven on readiness; it does not own the loop, the
+//! tokens or the timers, so it fits the loop you already have.
+//!
+//! | need | use |
+//! |------|-----|
+//! | frames from a socket | `Conn<S, cleave::Framed<D>>`: events are the decoder's frames |
+//! | a routed connection (PROXY header, sniffing, frames, tunnel) | `Conn<S, cleave::Session<T, D>>`: events are [`cleave::Event`]s |
+//! | what to register for | [`Conn::update_registration`] (or [`Conn::interest`]) |
+//! | when to wake without I/O | [`Conn::deadline`] (a session's inspect delay) |
+//!
+//! Pick cleave-tokio instead when the program already runs on tokio, and
+//! cleave-std for blocking code.
+//!
+//! # The drive loop
+//!
+//! ```text
+//!   accept ─> Conn::new(socket, inbound); conn.register(registry, token)
+//!   loop {
+//!       poll.poll(&mut events, earliest deadline)
+//!       for each event of a connection:
+//!           conn.on_event(event, &mut out)             reads if readable (until the
+//!                                                      socket is empty), writes if writable
+//!           handle `out`; conn.push(..)                answers are queued
+//!           conn.on_writable()                         and go out now, not one poll later
+//!           conn.update_registration(registry, token)  WRITABLE only while
+//!                                                      something is queued
+//!           conn.is_finished() ─> deregister and drop
+//!       for each connection whose deadline() passed: conn.on_deadline(&mut out)
+//!   }
+//!
+//! `on_readable` and `on_writable` do the two halves of `on_event` when
+//! there is no event to hand over (after resuming a paused reader, say).
+//! ```
+//!
+//! A line server and one client, on one thread's poll loop:
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use cleave::{Encoder, Framed, Lines};
+//! use cleave_mio::Conn;
+//! use mio::net::TcpListener;
+//! use mio::{Events, Interest, Poll, Token};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut poll = Poll::new()?;
+//! let mut listener = TcpListener::bind("127.0.0.1:0".parse()?)?;
+//! poll.registry().register(&mut listener, Token(0), Interest::READABLE)?;
+//! let addr = listener.local_addr()?;
+//! let client = std::thread::spawn(move || -> std::io::Result<String> {
+//!     let mut socket = std::net::TcpStream::connect(addr)?;
+//!     socket.write_all(b"hello\nworld\n")?;
+//!     socket.shutdown(std::net::Shutdown::Write)?;
+//!     let mut answer = String::new();
+//!     socket.read_to_string(&mut answer)?;
+//!     Ok(answer)
+//! });
+//!
+//! let mut conn = None;
+//! let (mut events, mut lines, mut encoder) = (Events::with_capacity(64), Vec::new(), Lines::new());
+//! while conn.as_ref().is_none_or(|c: &Conn<_, _>| !c.is_finished()) {
+//!     poll.poll(&mut events, None)?;
+//!     for event in &events {
+//!         if event.token() == Token(0) {
+//!             let (socket, _) = listener.accept()?;
+//!             let mut c = Conn::new(socket, Framed::new(Lines::new()));
+//!             c.register(poll.registry(), Token(1))?;
+//!             conn = Some(c);
+//!             continue;
+//!         }
+//!         let Some(c) = conn.as_mut() else { continue };
+//!         let outcome = c.on_event(event, &mut lines)?;
+//!         for line in lines.drain(..) {
+//!             c.push_frame(encoder.encode(line)?).expect("room");
+//!         }
+//!         if outcome.eof {
+//!             c.close_write(); // answer, then end our side too
+//!         }
+//!         c.on_writable()?; // what was just queued
+//!         c.update_registration(poll.registry(), Token(1))?;
+//!     }
+//! }
+//! assert_eq!(client.join().expect("client")?, "hello\nworld\n");
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+mod conn;
+mod error;
+
+pub use conn::{Conn, ReadOutcome, Socket};
+pub use error::ConnError;

@@ -1,0 +1,181 @@
+//! The writer thread: it takes chunks of the queue under the lock, writes
+//! them without it, and accounts for them under it again.
+
+use std::io::{self, Write};
+use std::sync::{Arc, PoisonError};
+use std::thread::JoinHandle;
+
+use cleave::{Bytes, WriteQueueConfig};
+
+use crate::handle::WriteHandle;
+use crate::shared::{covers, Inner};
+use crate::write::{write_chunks, SLICES};
+
+/// Starts a thread that writes into `io` what the returned handle (and its
+/// clones) push, and returns the handle and the thread.
+///
+/// `io` must block (a write timeout, `WouldBlock` or `TimedOut`, is a
+/// failure like any other: set one to give up on a peer that stops
+/// reading). The thread writes with `write_vectored`, flushes `io` when the
+/// queue runs empty or a [`flush`](WriteHandle::flush) asks, and never holds
+/// the queue's lock while it is inside a write, so pushes never wait for
+/// the writer.
+///
+/// The thread ends when the queue is closed (by
+/// [`close`](WriteHandle::close), or when the last handle is dropped) and
+/// everything is written and flushed, and then drops `io`; or when the
+/// writer fails. Its result says which.
+///
+/// # Panics
+///
+/// If the system cannot start a thread, as [`std::thread::spawn`];
+/// [`try_spawn_writer`] returns the error instead.
+///
+/// ```
+/// use std::io::Read;
+/// use std::net::{TcpListener, TcpStream};
+///
+/// use cleave::{Bytes, WriteQueueConfig};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let listener = TcpListener::bind("127.0.0.1:0")?;
+/// let socket = TcpStream::connect(listener.local_addr()?)?;
+/// let (handle, thread) = cleave_std::spawn_writer(socket, WriteQueueConfig::default());
+/// let ticket = handle.try_send(Bytes::from_static(b"ping\n"))?; // fire and forget...
+/// handle.wait(ticket)?; // ...or wait for it: no allocation either way
+/// handle.close()?;
+/// thread.join().expect("the writer thread does not panic")?;
+///
+/// let (mut peer, _) = listener.accept()?;
+/// let mut got = String::new();
+/// peer.read_to_string(&mut got)?;
+/// assert_eq!(got, "ping\n");
+/// # Ok(())
+/// # }
+/// ```
+pub fn spawn_writer<W>(io: W, config: WriteQueueConfig) -> (WriteHandle, JoinHandle<io::Result<()>>)
+where
+    W: Write + Send + 'static,
+{
+    let inner = Inner::new(config);
+    let thread = std::thread::spawn(writer_thread(io, inner.clone()));
+    (WriteHandle::new(inner), thread)
+}
+
+/// As [`spawn_writer`], for a program that carries on when the system
+/// cannot start another thread.
+///
+/// # Errors
+///
+/// What the system says when the thread cannot start; `io` is dropped
+/// then.
+pub fn try_spawn_writer<W>(
+    io: W,
+    config: WriteQueueConfig,
+) -> io::Result<(WriteHandle, JoinHandle<io::Result<()>>)>
+where
+    W: Write + Send + 'static,
+{
+    let inner = Inner::new(config);
+    let thread = std::thread::Builder::new().spawn(writer_thread(io, inner.clone()))?;
+    Ok((WriteHandle::new(inner), thread))
+}
+
+/// The writer thread's body.
+fn writer_thread<W: Write>(io: W, inner: Arc<Inner>) -> impl FnOnce() -> io::Result<()> {
+    move || {
+        let guard = PanicGuard(&inner);
+        let result = run(io, &inner);
+        drop(guard);
+        result
+    }
+}
+
+/// What the writer thread does next, decided under the lock.
+enum Job {
+    /// Write the chunks handed out.
+    Write,
+    /// Flush the writer; the watermarks it will have flushed.
+    Flush([u64; 2]),
+}
+
+/// The writer thread's loop: chunks are taken under the lock, written
+/// outside it, and accounted for under it again.
+fn run<W: Write>(mut io: W, inner: &Inner) -> io::Result<()> {
+    let mut chunks: Vec<Bytes> = Vec::with_capacity(SLICES);
+    loop {
+        let job = {
+            let mut shared = inner.lock();
+            loop {
+                let marks = shared.watermarks();
+                // A flush someone waits for, once its bytes are written.
+                let asked = covers(marks, shared.flush_wanted)
+                    && !covers(shared.flushed, shared.flush_wanted);
+                if asked {
+                    break Job::Flush(marks);
+                }
+                if shared.queue.chunks_owned(&mut chunks, SLICES) > 0 {
+                    break Job::Write;
+                }
+                // Empty: make what was written reach its destination.
+                if shared.flushed != marks {
+                    break Job::Flush(marks);
+                }
+                if shared.queue.is_closed() {
+                    shared.done = true;
+                    inner.progress.notify_all();
+                    return Ok(());
+                }
+                shared.idle = true;
+                shared = inner
+                    .work
+                    .wait(shared)
+                    .unwrap_or_else(PoisonError::into_inner);
+                shared.idle = false;
+            }
+        };
+        match job {
+            Job::Write => {
+                let written = write_chunks(&mut io, &chunks);
+                chunks.clear();
+                let mut shared = inner.lock();
+                let advanced = written.and_then(|n| {
+                    shared
+                        .queue
+                        .advance(n)
+                        // A writer that claims more than it was given.
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+                });
+                if let Err(e) = advanced {
+                    return Err(inner.fail(&mut shared, e));
+                }
+                inner.publish(&shared);
+                inner.wake_waiters(&shared);
+            }
+            Job::Flush(marks) => {
+                let flushed = io.flush();
+                let mut shared = inner.lock();
+                if let Err(e) = flushed {
+                    return Err(inner.fail(&mut shared, e));
+                }
+                shared.flushed = marks;
+                inner.wake_waiters(&shared);
+            }
+        }
+    }
+}
+
+/// Fails the queue if the writer panics, so that no handle waits for ever.
+struct PanicGuard<'a>(&'a Inner);
+
+impl Drop for PanicGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut shared = self.0.lock();
+            if !shared.done {
+                self.0
+                    .fail(&mut shared, io::Error::other("the writer panicked"));
+            }
+        }
+    }
+}
