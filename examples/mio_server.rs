@@ -1,0 +1,303 @@
+//! A line server on one thread's `mio::Poll`, serving thousands of
+//! connections at once with cleave-mio's `Conn`.
+//!
+//! ```text
+//! cargo run --release --example mio_server                     # 5000 clients
+//! cargo run --release --example mio_server -- --clients 20000
+//! cargo run --release --example mio_server -- --listen 127.0.0.1:7000
+//! ```
+//!
+//! Each line gets an answer: `PING` → `PONG`, `ADD a b` → the sum,
+//! anything else → its length. Lines are cut with `Lines` (at most 1 KiB),
+//! answers encoded with it and queued; a connection asks for `WRITABLE`
+//! only while answers wait for the socket.
+//!
+//! The built-in run connects every client first, so that all of them are
+//! open at once, then each sends its lines in small pieces, half-closes,
+//! and checks every answer.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use cleave::{Bytes, Encoder, Framed, Lines, LinesConfig};
+use cleave_mio::{Conn, ConnError};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+const LISTENER: Token = Token(usize::MAX);
+const LINES_PER_CLIENT: usize = 16;
+const CLIENT_THREADS: usize = 4;
+
+fn answer(line: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(line);
+    let mut words = text.split_whitespace();
+    match (words.next(), words.next(), words.next()) {
+        (Some("PING"), None, _) => b"PONG".to_vec(),
+        (Some("ADD"), Some(a), Some(b)) => match (a.parse::<i64>(), b.parse::<i64>()) {
+            (Ok(a), Ok(b)) => a.saturating_add(b).to_string().into_bytes(),
+            _ => b"ERR not numbers".to_vec(),
+        },
+        _ => format!("LEN {}", line.len()).into_bytes(),
+    }
+}
+
+/// What the server saw.
+#[derive(Debug, Default)]
+struct Served {
+    connections: usize,
+    peak_open: usize,
+    lines: usize,
+    bytes_in: usize,
+    bytes_out: usize,
+    errors: usize,
+}
+
+/// The server: one thread, one `Poll`, a `Vec` of connections indexed by
+/// token (free slots reused). Serves until `stop_after` connections have
+/// come and gone (for ever with `None`).
+fn serve(mut listener: TcpListener, stop_after: Option<usize>) -> io::Result<Served> {
+    let mut poll = Poll::new()?;
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)?;
+    let mut conns: Vec<Option<Conn<TcpStream, Framed<Lines>>>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut events = Events::with_capacity(1024);
+    let mut lines = Vec::new();
+    let mut encoder = Lines::new();
+    let mut served = Served::default();
+    let (mut open, mut closed) = (0usize, 0usize);
+    let config = LinesConfig::default().max_length(1024).strip_cr(true);
+
+    while stop_after.is_none_or(|n| closed < n) {
+        poll.poll(&mut events, None)?;
+        for event in &events {
+            if event.token() == LISTENER {
+                loop {
+                    let socket = match listener.accept() {
+                        Ok((socket, _)) => {
+                            // Answers go out as they are ready: no waiting
+                            // for the client's acknowledgement (Nagle).
+                            socket.set_nodelay(true)?;
+                            socket
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(e),
+                    };
+                    let slot = free.pop().unwrap_or_else(|| {
+                        conns.push(None);
+                        conns.len() - 1
+                    });
+                    let mut conn = Conn::new(socket, Framed::new(Lines::with_config(config)));
+                    conn.register(poll.registry(), Token(slot))?;
+                    conns[slot] = Some(conn);
+                    served.connections += 1;
+                    open += 1;
+                    served.peak_open = served.peak_open.max(open);
+                }
+                continue;
+            }
+            let token = event.token();
+            let Some(conn) = conns.get_mut(token.0).and_then(Option::as_mut) else {
+                continue;
+            };
+            let result = handle(conn, event, &mut lines, &mut encoder, &mut served)
+                .and_then(|()| Ok(conn.update_registration(poll.registry(), token)?));
+            if result.is_err() {
+                served.errors += 1;
+            }
+            if result.is_err() || conn.is_finished() {
+                conn.deregister(poll.registry())?;
+                conns[token.0] = None;
+                free.push(token.0);
+                open -= 1;
+                closed += 1;
+            }
+        }
+    }
+    Ok(served)
+}
+
+/// One readiness event of one connection.
+fn handle(
+    conn: &mut Conn<TcpStream, Framed<Lines>>,
+    event: &mio::event::Event,
+    lines: &mut Vec<Bytes>,
+    encoder: &mut Lines,
+    served: &mut Served,
+) -> Result<(), BoxError> {
+    {
+        let outcome = conn.on_event(event, lines);
+        for line in lines.drain(..) {
+            served.lines += 1;
+            let frame = encoder.encode(Bytes::from(answer(&line)))?;
+            served.bytes_out += frame.len();
+            if let Err(rejected) = conn.push_frame(frame) {
+                // Full: write what we can, then the connection is too slow
+                // a reader for its answers; refuse the rest with an error.
+                conn.on_writable()?;
+                conn.push_frame(rejected.into_value())?;
+            }
+        }
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(ConnError::Protocol(e)) => return Err(e.into()), // a bad line: drop it
+            Err(e) => return Err(e.into()),
+        };
+        served.bytes_in += outcome.read;
+        if outcome.eof {
+            conn.close_write(); // the client is done: answer, then end
+        }
+    }
+    conn.on_writable()?; // the answers just queued
+    Ok(())
+}
+
+/// A listener whose accept queue holds a burst of thousands of connects
+/// (mio's `bind` asks for 1024; a connect the queue drops waits a second
+/// for its SYN to be sent again).
+fn listener(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(8192)?;
+    socket.set_nonblocking(true)?;
+    Ok(TcpListener::from_std(socket.into()))
+}
+
+/// One client thread: connects all its clients, then sends each one's
+/// lines in pieces of 1 to 16 bytes, half-closes, checks the answers.
+fn clients(addr: SocketAddr, ids: Vec<usize>) -> Result<usize, BoxError> {
+    let mut sockets = Vec::with_capacity(ids.len());
+    for _ in &ids {
+        let socket = std::net::TcpStream::connect(addr)?;
+        socket.set_nodelay(true)?;
+        sockets.push(socket);
+    }
+    let requests: Vec<Vec<u8>> = ids
+        .iter()
+        .map(|id| {
+            (0..LINES_PER_CLIENT)
+                .map(|i| match i % 3 {
+                    0 => "PING\r\n".to_string(),
+                    1 => format!("ADD {id} {i}\n"),
+                    _ => format!("client {id} says {}\n", "x".repeat(i)),
+                })
+                .collect::<String>()
+                .into_bytes()
+        })
+        .collect();
+    let mut sent = vec![0usize; ids.len()];
+    let mut piece = 1;
+    while sent.iter().zip(&requests).any(|(s, r)| *s < r.len()) {
+        for (i, socket) in sockets.iter_mut().enumerate() {
+            let end = (sent[i] + piece).min(requests[i].len());
+            socket.write_all(&requests[i][sent[i]..end])?;
+            sent[i] = end;
+        }
+        piece = piece % 16 + 1;
+    }
+    let mut checked = 0;
+    for (i, socket) in sockets.iter_mut().enumerate() {
+        socket.shutdown(Shutdown::Write)?;
+        let mut answers = String::new();
+        socket.read_to_string(&mut answers)?;
+        let expected: String = String::from_utf8(requests[i].clone())?
+            .lines()
+            .map(|l| format!("{}\n", String::from_utf8_lossy(&answer(l.as_bytes()))))
+            .collect();
+        if answers != expected {
+            return Err(format!("client {}: answers differ", ids[i]).into());
+        }
+        checked += LINES_PER_CLIENT;
+    }
+    Ok(checked)
+}
+
+fn run(args: &[String]) -> Result<(), BoxError> {
+    let mut count = 5000usize;
+    let mut listen = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--clients" => {
+                count = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or("--clients N")?
+            }
+            "--listen" => listen = Some(args.next().ok_or("--listen ADDR")?.parse::<SocketAddr>()?),
+            "--help" | "-h" => {
+                println!("mio_server [--clients N] | [--listen ADDR]");
+                return Ok(());
+            }
+            other => return Err(format!("unknown argument {other} (see --help)").into()),
+        }
+    }
+    if let Some(addr) = listen {
+        println!("serving lines on {addr} (one thread); ^C to stop");
+        serve(listener(addr)?, None)?;
+        return Ok(());
+    }
+
+    let listener = listener("127.0.0.1:0".parse()?)?;
+    let addr = listener.local_addr()?;
+    let started = Instant::now();
+    let server = std::thread::spawn(move || serve(listener, Some(count)));
+    let threads: Vec<_> = (0..CLIENT_THREADS)
+        .map(|t| {
+            let ids: Vec<usize> = (t..count).step_by(CLIENT_THREADS).collect();
+            std::thread::spawn(move || clients(addr, ids))
+        })
+        .collect();
+    let mut checked = 0;
+    for thread in threads {
+        checked += thread.join().map_err(|_| "a client thread panicked")??;
+    }
+    let served = server.join().map_err(|_| "the server panicked")??;
+    let seconds = started
+        .elapsed()
+        .max(Duration::from_millis(1))
+        .as_secs_f64();
+    println!(
+        "one server thread, {CLIENT_THREADS} client threads, on 127.0.0.1:{}",
+        addr.port()
+    );
+    println!("connections served   {:>10}", served.connections);
+    println!("open at once (peak)  {:>10}", served.peak_open);
+    println!(
+        "lines answered       {:>10}   ({checked} checked by the clients)",
+        served.lines
+    );
+    println!(
+        "bytes in / out       {:>10} / {}",
+        served.bytes_in, served.bytes_out
+    );
+    println!("errors               {:>10}", served.errors);
+    println!(
+        "wall time            {seconds:>10.2} s   ({:.0} lines/s)",
+        served.lines as f64 / seconds
+    );
+    if served.errors > 0 || checked != served.lines {
+        return Err("some connections failed".into());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mio_server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
