@@ -28,6 +28,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::{Builder, Runtime};
 
+mod mio_proxy;
+mod std_proxy;
+
 const ROUTE_FRAMES: usize = 64;
 const FRAME_LEN: usize = 63;
 /// Read size of every variant that reads into its own buffer.
@@ -42,15 +45,19 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 enum Variant {
     CleaveSameTask,
     CleaveCrossTask,
+    CleaveMio,
+    CleaveStd,
     BytesHandoff,
     ManualVec,
     RawCopy,
 }
 
 impl Variant {
-    const ALL: [Variant; 5] = [
+    const ALL: [Variant; 7] = [
         Variant::CleaveSameTask,
         Variant::CleaveCrossTask,
+        Variant::CleaveMio,
+        Variant::CleaveStd,
         Variant::BytesHandoff,
         Variant::ManualVec,
         Variant::RawCopy,
@@ -60,6 +67,8 @@ impl Variant {
         match self {
             Variant::CleaveSameTask => "cleave_same_task",
             Variant::CleaveCrossTask => "cleave_cross_task",
+            Variant::CleaveMio => "cleave_mio",
+            Variant::CleaveStd => "cleave_std",
             Variant::BytesHandoff => "bytes_handoff",
             Variant::ManualVec => "manual_vec",
             Variant::RawCopy => "raw_copy",
@@ -74,10 +83,17 @@ impl Variant {
             Variant::CleaveCrossTask => {
                 "cleave-tokio `SessionReader` + `spawn_writer` handle (everything through it)"
             }
+            Variant::CleaveMio => "cleave-mio `Conn`s, all on one thread's poll loop",
+            Variant::CleaveStd => "cleave-std `Stream`s, a thread per connection",
             Variant::BytesHandoff => "bytes-handoff `HandoffBuffer` + `WriteHandoff`",
             Variant::ManualVec => "hand-written `Vec<u8>` parser, direct writes",
             Variant::RawCopy => "`tokio::io::copy` (lower bound: no parsing)",
         }
+    }
+
+    /// Whether the proxy runs on a tokio runtime.
+    fn on_tokio(self) -> bool {
+        !matches!(self, Variant::CleaveMio | Variant::CleaveStd)
     }
 
     fn parse(name: &str) -> Option<Variant> {
@@ -193,29 +209,41 @@ fn runtime(threads: usize) -> Runtime {
 }
 
 fn proxy_main(variant: Variant, sink: SocketAddr, shape: Shape, threads: usize) {
-    let rt = runtime(threads);
-    rt.block_on(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
-        println!("READY {}", listener.local_addr().expect("proxy address"));
-        io::stdout().flush().expect("stdout");
-        let mut proxies = Vec::with_capacity(shape.connections);
-        let (user, system, _) = usage();
-        for _ in 0..shape.connections {
-            let (inbound, _) = listener.accept().await.expect("accept");
-            inbound.set_nodelay(true).expect("nodelay");
-            proxies.push(tokio::spawn(proxy(variant, inbound, sink, shape)));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+    println!("READY {}", listener.local_addr().expect("proxy address"));
+    io::stdout().flush().expect("stdout");
+    // The runtime's threads start before the measurement does.
+    let rt = variant.on_tokio().then(|| runtime(threads));
+    let (user, system, _) = usage();
+    match (variant, rt) {
+        (Variant::CleaveMio, _) => {
+            mio_proxy::run(listener, shape.connections, || session(sink)).expect("mio proxy");
         }
-        for proxy in proxies {
-            proxy.await.expect("proxy task").expect("proxy");
+        (Variant::CleaveStd, _) => {
+            std_proxy::run(listener, shape.connections, || session(sink)).expect("std proxy");
         }
-        let (user_end, system_end, rss) = usage();
-        println!(
-            "USAGE {} {} {}",
-            (user_end - user).as_nanos(),
-            (system_end - system).as_nanos(),
-            rss
-        );
-    });
+        (_, Some(rt)) => rt.block_on(async {
+            listener.set_nonblocking(true).expect("non-blocking");
+            let listener = TcpListener::from_std(listener).expect("tokio listener");
+            let mut proxies = Vec::with_capacity(shape.connections);
+            for _ in 0..shape.connections {
+                let (inbound, _) = listener.accept().await.expect("accept");
+                inbound.set_nodelay(true).expect("nodelay");
+                proxies.push(tokio::spawn(proxy(variant, inbound, sink, shape)));
+            }
+            for proxy in proxies {
+                proxy.await.expect("proxy task").expect("proxy");
+            }
+        }),
+        (_, None) => unreachable!("every other variant runs on tokio"),
+    }
+    let (user_end, system_end, rss) = usage();
+    println!(
+        "USAGE {} {} {}",
+        (user_end - user).as_nanos(),
+        (system_end - system).as_nanos(),
+        rss
+    );
 }
 
 async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
@@ -233,6 +261,7 @@ async fn proxy(
     match variant {
         Variant::CleaveSameTask => cleave_same_task(inbound, sink).await,
         Variant::CleaveCrossTask => cleave_cross_task(inbound, sink).await,
+        Variant::CleaveMio | Variant::CleaveStd => unreachable!("runs without tokio"),
         Variant::BytesHandoff => bytes_handoff(inbound, connect(sink).await?, shape).await,
         Variant::ManualVec => manual_vec(inbound, connect(sink).await?).await,
         Variant::RawCopy => raw_copy(inbound, connect(sink).await?).await,
@@ -788,7 +817,8 @@ Options:
   --scenario fragmented|coalesced|all   default: all
       fragmented: 64 B writes, 1 MiB tunnels; coalesced: 16 KiB writes, 16 MiB tunnels
   --variants a,b,...   default: all of cleave_same_task, cleave_cross_task,
-                       bytes_handoff, manual_vec, raw_copy
+                       cleave_mio, cleave_std, bytes_handoff, manual_vec,
+                       raw_copy
   --connections N      default: 64
   --runs N             default: 3 (figures are medians)
   --threads N          proxy runtime workers, default: the number of cores

@@ -1,0 +1,202 @@
+//! The stream harness's cleave-mio proxy: every connection on one thread's
+//! poll loop. Each client connection is a `Conn` with a routing session;
+//! the route's decision opens a `Conn` to the sink, and frames and tunnel
+//! bytes are queued on it. When that queue is full, the client's side stops
+//! reading until the sink's side has written.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+
+use cleave::{Bytes, Encoder, Event, Frame, Framed, Lines, Session};
+use cleave_mio::Conn;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+
+const LISTENER: Token = Token(usize::MAX);
+
+type Inbound = Conn<TcpStream, Session<SocketAddr, Lines>>;
+/// The sink never sends; its read side only sees the end of the stream.
+type Outbound = Conn<TcpStream, Framed<Lines>>;
+
+/// What waits for room in the sink's queue.
+enum Out {
+    Frame(Frame),
+    Bytes(Bytes),
+}
+
+struct Pair {
+    inbound: Inbound,
+    outbound: Option<Outbound>,
+    waiting: VecDeque<Out>,
+    /// The client's side stopped reading: the sink's queue is full.
+    paused: bool,
+    inbound_done: bool,
+}
+
+/// Tokens: 2 * i for connection i's client side, 2 * i + 1 for its sink
+/// side.
+fn client(i: usize) -> Token {
+    Token(2 * i)
+}
+
+fn sink(i: usize) -> Token {
+    Token(2 * i + 1)
+}
+
+/// Runs the proxy until `connections` connections have come and finished.
+pub(crate) fn run(
+    listener: std::net::TcpListener,
+    connections: usize,
+    session: impl Fn() -> Session<SocketAddr, Lines>,
+) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let mut listener = TcpListener::from_std(listener);
+    let mut poll = Poll::new()?;
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)?;
+    let mut pairs: Vec<Option<Pair>> = Vec::with_capacity(connections);
+    let mut events = Events::with_capacity(1024);
+    let mut out = Vec::new();
+    let mut discard = Vec::new();
+    let mut lines = Lines::new();
+    let mut finished = 0;
+    while finished < connections {
+        poll.poll(&mut events, None)?;
+        for event in &events {
+            if event.token() == LISTENER {
+                loop {
+                    match listener.accept() {
+                        Ok((socket, _)) => {
+                            socket.set_nodelay(true)?;
+                            let i = pairs.len();
+                            let mut inbound = Conn::new(socket, session());
+                            inbound.register(poll.registry(), client(i))?;
+                            pairs.push(Some(Pair {
+                                inbound,
+                                outbound: None,
+                                waiting: VecDeque::new(),
+                                paused: false,
+                                inbound_done: false,
+                            }));
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+                continue;
+            }
+            let i = event.token().0 / 2;
+            let Some(pair) = pairs.get_mut(i).and_then(Option::as_mut) else {
+                continue;
+            };
+            if event.token() == sink(i) {
+                // Writable, or the sink's end of the stream (it sends
+                // nothing else).
+                if let Some(outbound) = pair.outbound.as_mut() {
+                    outbound
+                        .on_event(event, &mut discard)
+                        .map_err(io::Error::other)?;
+                    discard.clear();
+                }
+            }
+            let mut from_event = event.token() == client(i);
+            let mut read = from_event;
+            let done = loop {
+                if read {
+                    let outcome = if from_event {
+                        pair.inbound.on_event(event, &mut out)
+                    } else {
+                        pair.inbound.on_readable(&mut out)
+                    }
+                    .map_err(io::Error::other)?;
+                    from_event = false;
+                    pair.inbound_done |= outcome.eof;
+                    for event in out.drain(..) {
+                        match event {
+                            Event::Routed(decision) => {
+                                // A connecting socket: writes wait
+                                // (WouldBlock) until it is connected.
+                                let socket = TcpStream::connect(decision.target)?;
+                                socket.set_nodelay(true)?;
+                                let mut outbound = Conn::new(socket, Framed::new(Lines::new()));
+                                outbound.register(poll.registry(), sink(i))?;
+                                pair.outbound = Some(outbound);
+                            }
+                            Event::Frame(line) => pair.waiting.push_back(Out::Frame(
+                                lines.encode(line).map_err(io::Error::other)?,
+                            )),
+                            Event::Tunnel(bytes) if !bytes.is_empty() => {
+                                pair.waiting.push_back(Out::Bytes(bytes));
+                            }
+                            Event::Closed(_) => pair.inbound_done = true,
+                            _ => {}
+                        }
+                    }
+                }
+                let was_paused = pair.paused;
+                let done = pump(pair)?;
+                // Resumed: read now, no readiness event will say bytes wait.
+                read = was_paused && !pair.paused && !pair.inbound_done;
+                if !read {
+                    break done;
+                }
+            };
+            if done {
+                if let Some(outbound) = pair.outbound.as_mut() {
+                    outbound.deregister(poll.registry())?;
+                }
+                pair.inbound.deregister(poll.registry())?;
+                pairs[i] = None;
+                finished += 1;
+                continue;
+            }
+            pair.inbound
+                .update_registration(poll.registry(), client(i))?;
+            if let Some(outbound) = pair.outbound.as_mut() {
+                outbound.update_registration(poll.registry(), sink(i))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Moves what waits into the sink's queue, writes, and pauses or resumes
+/// the client's side. Returns whether the connection is over.
+fn pump(pair: &mut Pair) -> io::Result<bool> {
+    let Some(outbound) = pair.outbound.as_mut() else {
+        return Ok(false);
+    };
+    loop {
+        while let Some(item) = pair.waiting.pop_front() {
+            let refused = match item {
+                Out::Frame(frame) => outbound
+                    .push_frame(frame)
+                    .err()
+                    .map(|r| Out::Frame(r.into_value())),
+                Out::Bytes(bytes) => outbound
+                    .push(bytes)
+                    .err()
+                    .map(|r| Out::Bytes(r.into_value())),
+            };
+            if let Some(item) = refused {
+                pair.waiting.push_front(item);
+                break;
+            }
+        }
+        let before = outbound.queue().len();
+        outbound.on_writable().map_err(io::Error::other)?;
+        let moved = outbound.queue().len() < before;
+        if pair.waiting.is_empty() || !moved {
+            break;
+        }
+    }
+    // Stop reading the client while the sink's queue is full.
+    pair.paused = !pair.waiting.is_empty();
+    pair.inbound.pause_reading(pair.paused);
+    if pair.inbound_done && pair.waiting.is_empty() && !outbound.queue().is_closed() {
+        outbound.close_write();
+        outbound.on_writable().map_err(io::Error::other)?;
+    }
+    Ok(pair.inbound_done && pair.waiting.is_empty() && outbound.is_finished())
+}
