@@ -102,6 +102,7 @@ pub(crate) fn run(
             }
             let mut from_event = event.token() == client(i);
             let mut read = from_event;
+            let mut more = false;
             let done = loop {
                 if read {
                     let outcome = if from_event {
@@ -111,6 +112,7 @@ pub(crate) fn run(
                     }
                     .map_err(io::Error::other)?;
                     from_event = false;
+                    more = outcome.more;
                     pair.inbound_done |= outcome.eof;
                     for event in out.drain(..) {
                         match event {
@@ -136,8 +138,9 @@ pub(crate) fn run(
                 }
                 let was_paused = pair.paused;
                 let done = pump(pair)?;
-                // Resumed: read now, no readiness event will say bytes wait.
-                read = was_paused && !pair.paused && !pair.inbound_done;
+                // Resumed, or the read budget ran out: read now, no
+                // readiness event will say bytes wait.
+                read = (was_paused || more) && !pair.paused && !pair.inbound_done;
                 if !read {
                     break done;
                 }

@@ -129,8 +129,8 @@ fn handle(
     encoder: &mut Lines,
     served: &mut Served,
 ) -> Result<(), BoxError> {
-    {
-        let outcome = conn.on_event(event, lines);
+    let mut outcome = conn.on_event(event, lines);
+    loop {
         for line in lines.drain(..) {
             served.lines += 1;
             let frame = encoder.encode(Bytes::from(answer(&line)))?;
@@ -142,15 +142,21 @@ fn handle(
                 conn.push_frame(rejected.into_value())?;
             }
         }
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
+        let read = match outcome {
+            Ok(read) => read,
             Err(ConnError::Protocol(e)) => return Err(e.into()), // a bad line: drop it
             Err(e) => return Err(e.into()),
         };
-        served.bytes_in += outcome.read;
-        if outcome.eof {
+        served.bytes_in += read.read;
+        if read.eof {
             conn.close_write(); // the client is done: answer, then end
         }
+        if !read.more {
+            break;
+        }
+        // The read budget ran out: answer what came, then read on.
+        conn.on_writable()?;
+        outcome = conn.on_readable(lines);
     }
     conn.on_writable()?; // the answers just queued
     Ok(())

@@ -80,7 +80,15 @@ pub struct ReadOutcome {
     pub read: usize,
     /// Whether the peer ended its side (now or before).
     pub eof: bool,
+    /// Whether reading stopped at the read budget with bytes perhaps left
+    /// in the socket: no new event will say so, so call
+    /// [`Conn::on_readable`] again once the events are handled (before the
+    /// next blocking poll).
+    pub more: bool,
 }
+
+/// Default [`Conn::set_read_budget`]: 64 KiB a call.
+pub const DEFAULT_READ_BUDGET: usize = 64 * 1024;
 
 /// One connection driven on readiness, inside a poll loop you already
 /// have.
@@ -122,6 +130,8 @@ pub struct Conn<S, P> {
     write_shut: bool,
     /// A write failed: nothing more goes out.
     write_failed: bool,
+    /// Bytes one read call takes before it stops (`ReadOutcome::more`).
+    read_budget: usize,
     /// What the socket is registered for, if it is.
     registered: Option<Interest>,
 }
@@ -144,13 +154,15 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
             closing: false,
             write_shut: false,
             write_failed: false,
+            read_budget: DEFAULT_READ_BUDGET,
             registered: None,
         }
     }
 
-    /// Reads until the socket would block, the peer ends its side or the
-    /// read side's state machine is done, and appends the events the bytes
-    /// make to `events`.
+    /// Reads until the socket would block, the peer ends its side, the read
+    /// side's state machine is done or the [read
+    /// budget](Self::set_read_budget) is spent, and appends the events the
+    /// bytes make to `events`.
     ///
     /// Call it on every readable event (mio's are edge-triggered: the
     /// socket must be read until it would block), and once after
@@ -185,8 +197,8 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
         events: &mut Vec<P::Event>,
     ) -> Result<ReadOutcome, ConnError> {
         let mut outcome = ReadOutcome {
-            read: 0,
             eof: self.read_done,
+            ..ReadOutcome::default()
         };
         if event.is_readable() || event.is_read_closed() || event.is_error() {
             let shortcut =
@@ -240,9 +252,23 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
                 }
             }
             self.poll_events(events)?;
+            if outcome.read >= self.read_budget && !self.read_done {
+                outcome.more = true;
+                break;
+            }
         }
         outcome.eof = self.read_done;
         Ok(outcome)
+    }
+
+    /// How many bytes one [`on_event`](Self::on_event) or
+    /// [`on_readable`](Self::on_readable) call reads at most before it
+    /// stops and says [`more`](ReadOutcome::more) (the last read may go
+    /// past it by one read's worth). It bounds what one call hands out
+    /// (the events hold the bytes until they are handled) and keeps one
+    /// busy connection from starving the others on the loop.
+    pub fn set_read_budget(&mut self, bytes: usize) {
+        self.read_budget = bytes.max(1);
     }
 
     /// Writes what is queued until the socket would block or the queue is

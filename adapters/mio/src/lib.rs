@@ -26,6 +26,7 @@
 //!           conn.on_event(event, &mut out)             reads if readable (until the
 //!                                                      socket is empty), writes if writable
 //!           handle `out`; conn.push(..)                answers are queued
+//!           outcome.more ─> on_readable(&mut out) again  the read budget ran out
 //!           conn.on_writable()                         and go out now, not one poll later
 //!           conn.update_registration(registry, token)  WRITABLE only while
 //!                                                      something is queued
@@ -95,5 +96,5 @@
 mod conn;
 mod error;
 
-pub use conn::{Conn, ReadOutcome, Socket};
+pub use conn::{Conn, ReadOutcome, Socket, DEFAULT_READ_BUDGET};
 pub use error::ConnError;

@@ -82,7 +82,14 @@ fn serve_lines(poll: &mut Poll, listener: &mut TcpListener, expected: usize) -> 
             // One call per event: reads (skipping the read that would only
             // say WouldBlock) and writes.
             let (closed, queued) = (conn.is_read_closed(), conn.queue().len());
-            let outcome = conn.on_event(event, &mut lines).unwrap();
+            let mut outcome = conn.on_event(event, &mut lines).unwrap();
+            while outcome.more {
+                // The read budget ran out (not with these small streams).
+                let more = conn.on_readable(&mut lines).unwrap();
+                outcome.read += more.read;
+                outcome.more = more.more;
+                outcome.eof = more.eof;
+            }
             let progress =
                 outcome.read > 0 || conn.is_read_closed() != closed || conn.queue().len() < queued;
             if !progress {
@@ -441,4 +448,52 @@ fn an_idle_connection_never_wakes_the_loop() {
         }
     }
     assert_eq!((lines, spurious), (vec![Bytes::from_static(b"ping")], 0));
+}
+
+#[test]
+fn the_read_budget_bounds_one_call_and_more_says_to_come_back() {
+    const TOTAL: usize = 1 << 20;
+    let mut poll = Poll::new().unwrap();
+    let (server, mut client) = pair();
+    let writer = thread::spawn(move || {
+        let line = [b'x'; 1023]
+            .iter()
+            .chain(b"\n")
+            .copied()
+            .collect::<Vec<u8>>();
+        for _ in 0..TOTAL / 1024 {
+            client.write_all(&line).unwrap();
+        }
+        client.shutdown(Shutdown::Write).unwrap();
+        client
+    });
+    let mut conn = Conn::new(server, Framed::new(Lines::new()));
+    conn.set_read_budget(16 * 1024);
+    conn.register(poll.registry(), Token(0)).unwrap();
+    let mut events = Events::with_capacity(8);
+    let (mut lines, mut calls, mut read) = (Vec::new(), 0, 0);
+    let mut largest_batch = 0;
+    while !conn.is_read_closed() {
+        poll_once(&mut poll, &mut events, STALLED);
+        assert!(!events.is_empty(), "the loop stalled");
+        for event in &events {
+            let mut outcome = conn.on_event(event, &mut lines).unwrap();
+            loop {
+                calls += 1;
+                read += outcome.read;
+                // One call hands out at most the budget and one read more.
+                assert!(outcome.read <= 16 * 1024 + 64 * 1024, "{}", outcome.read);
+                largest_batch = largest_batch.max(lines.len());
+                lines.clear();
+                if !outcome.more {
+                    break;
+                }
+                outcome = conn.on_readable(&mut lines).unwrap();
+            }
+        }
+    }
+    writer.join().unwrap();
+    assert_eq!(read, TOTAL);
+    assert!(calls > TOTAL / (80 * 1024), "{calls} calls for 1 MiB");
+    assert!(largest_batch <= 80, "{largest_batch} lines in one call");
 }
