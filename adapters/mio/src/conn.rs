@@ -132,6 +132,8 @@ pub struct Conn<S, P> {
     write_failed: bool,
     /// Bytes one read call takes before it stops (`ReadOutcome::more`).
     read_budget: usize,
+    /// The inbound was polled at least once (its clock started).
+    polled: bool,
     /// What the socket is registered for, if it is.
     registered: Option<Interest>,
 }
@@ -155,6 +157,7 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
             write_shut: false,
             write_failed: false,
             read_budget: DEFAULT_READ_BUDGET,
+            polled: false,
             registered: None,
         }
     }
@@ -331,6 +334,7 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
     }
 
     fn poll_events(&mut self, events: &mut Vec<P::Event>) -> Result<(), ConnError> {
+        self.polled = true;
         let now = self.started.elapsed();
         while let Some(event) = self.inbound.poll_event(now)? {
             events.push(event);
@@ -338,9 +342,20 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
         Ok(())
     }
 
-    /// When the read side wants to be polled even if nothing arrives; use
-    /// it for the poll loop's timeout.
+    /// When the read side wants to be polled even if nothing arrives, with
+    /// [`on_deadline`](Self::on_deadline); use it for the poll loop's
+    /// timeout.
+    ///
+    /// Until the read side is polled the first time (by a read or by
+    /// `on_deadline`), this is the connection's start: the first poll
+    /// starts its clock, so a session's inspect delay runs even for a
+    /// client that never sends a byte (and never makes the socket
+    /// readable), and it gives the events the read side can make without
+    /// input (a router that decides on no bytes, frames already buffered).
     pub fn deadline(&self) -> Option<Instant> {
+        if !self.polled {
+            return Some(self.started);
+        }
         self.inbound.deadline().map(|d| self.started + d)
     }
 

@@ -410,6 +410,34 @@ fn a_silent_client_is_routed_by_the_fallback_at_the_deadline() {
 }
 
 #[test]
+fn a_client_that_sends_nothing_is_still_routed_at_the_deadline() {
+    let mut poll = Poll::new().unwrap();
+    let (server, _client) = pair(); // connects, then never writes
+    let router = Router::with_config(
+        "fallback",
+        RouterConfig::default().inspect_delay(Duration::from_millis(50)),
+    )
+    .rule(Match::Http, "web");
+    let mut conn = Conn::new(server, Session::tunnel(router, SessionConfig::default()));
+    let started = conn.started();
+    let mut out = Vec::new();
+    drive(&mut poll, &mut conn, &mut out, |_, out, _| !out.is_empty()).unwrap();
+    match &out[0] {
+        Event::Routed(decision) => {
+            assert_eq!(
+                (decision.target, decision.reason),
+                ("fallback", Reason::DeadlinePassed)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(50),
+        "routed before the deadline"
+    );
+}
+
+#[test]
 fn an_idle_connection_never_wakes_the_loop() {
     let mut poll = Poll::new().unwrap();
     let (server, mut client) = pair();
