@@ -22,13 +22,14 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use cleave::{Bytes, Encoder, Framed, Lines, LinesConfig};
-use cleave_mio::{Conn, ConnError};
+use cleave_mio::{Conn, ConnError, Conns};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-const LISTENER: Token = Token(usize::MAX);
+const LISTENER: Token = Token(0);
+const FIRST_CONN: Token = Token(1);
 const LINES_PER_CLIENT: usize = 16;
 const CLIENT_THREADS: usize = 4;
 
@@ -56,65 +57,51 @@ struct Served {
     errors: usize,
 }
 
-/// The server: one thread, one `Poll`, a `Vec` of connections indexed by
-/// token (free slots reused). Serves until `stop_after` connections have
+/// The server: one thread, one `Poll`, the connections in cleave-mio's
+/// `Conns` (a slab by token). Serves until `stop_after` connections have
 /// come and gone (for ever with `None`).
 fn serve(mut listener: TcpListener, stop_after: Option<usize>) -> io::Result<Served> {
     let mut poll = Poll::new()?;
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)?;
-    let mut conns: Vec<Option<Conn<TcpStream, Framed<Lines>>>> = Vec::new();
-    let mut free: Vec<usize> = Vec::new();
+    let mut conns = Conns::starting_at(FIRST_CONN);
     let mut events = Events::with_capacity(1024);
     let mut lines = Vec::new();
     let mut encoder = Lines::new();
     let mut served = Served::default();
-    let (mut open, mut closed) = (0usize, 0usize);
+    let mut closed = 0usize;
     let config = LinesConfig::default().max_length(1024).strip_cr(true);
 
     while stop_after.is_none_or(|n| closed < n) {
         poll.poll(&mut events, None)?;
         for event in &events {
             if event.token() == LISTENER {
-                loop {
-                    let socket = match listener.accept() {
-                        Ok((socket, _)) => {
-                            // Answers go out as they are ready: no waiting
-                            // for the client's acknowledgement (Nagle).
-                            socket.set_nodelay(true)?;
-                            socket
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(e) => return Err(e),
-                    };
-                    let slot = free.pop().unwrap_or_else(|| {
-                        conns.push(None);
-                        conns.len() - 1
-                    });
-                    let mut conn = Conn::new(socket, Framed::new(Lines::with_config(config)));
-                    conn.register(poll.registry(), Token(slot))?;
-                    conns[slot] = Some(conn);
-                    served.connections += 1;
-                    open += 1;
-                    served.peak_open = served.peak_open.max(open);
-                }
+                let accepted = conns.accept(&listener, poll.registry(), |socket, _peer| {
+                    // Answers go out as they are ready: no waiting for the
+                    // client's acknowledgement (Nagle).
+                    socket.set_nodelay(true).ok()?;
+                    Some(Conn::new(socket, Framed::new(Lines::with_config(config))))
+                })?;
+                served.connections += accepted.added;
+                served.errors += accepted.failed + accepted.refused;
+                served.peak_open = served.peak_open.max(conns.len());
                 continue;
             }
             let token = event.token();
-            let Some(conn) = conns.get_mut(token.0).and_then(Option::as_mut) else {
+            let Some(conn) = conns.get_mut(token) else {
                 continue;
             };
-            let result = handle(conn, event, &mut lines, &mut encoder, &mut served)
-                .and_then(|()| Ok(conn.update_registration(poll.registry(), token)?));
-            if result.is_err() {
-                served.errors += 1;
-            }
-            if result.is_err() || conn.is_finished() {
-                conn.deregister(poll.registry())?;
-                conns[token.0] = None;
-                free.push(token.0);
-                open -= 1;
-                closed += 1;
+            let handled = handle(conn, event, &mut lines, &mut encoder, &mut served);
+            // Finished: deregistered, removed and closed; or registration
+            // brought up to date.
+            match handled.map(|()| conns.settle(poll.registry(), token)) {
+                Ok(Ok(None)) => {}
+                Ok(Ok(Some(_finished))) => closed += 1,
+                Err(_) | Ok(Err(_)) => {
+                    served.errors += 1;
+                    conns.take(token); // dropped: the socket closes
+                    closed += 1;
+                }
             }
         }
     }

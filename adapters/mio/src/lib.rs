@@ -12,6 +12,7 @@
 //! | a routed connection (PROXY header, sniffing, frames, tunnel) | `Conn<S, cleave::Session<T, D>>`: events are [`cleave::Event`]s |
 //! | what to register for | [`Conn::update_registration`] (or [`Conn::interest`]) |
 //! | when to wake without I/O | [`Conn::deadline`] (a session's inspect delay) |
+//! | a listener and connections by token | [`Conns`]: a slab of `Conn`s; `accept`, `get_mut`, `settle` |
 //!
 //! Pick cleave-tokio instead when the program already runs on tokio, and
 //! cleave-std for blocking code.
@@ -94,7 +95,9 @@
 #![forbid(unsafe_code)]
 
 mod conn;
+mod conns;
 mod error;
 
 pub use conn::{Conn, ReadOutcome, Socket, DEFAULT_READ_BUDGET};
+pub use conns::{Accepted, Conns};
 pub use error::ConnError;
