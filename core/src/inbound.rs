@@ -47,7 +47,9 @@ pub trait Inbound {
         None
     }
 
-    /// Whether the stream is over: no event will come any more.
+    /// Whether the stream is over: no event will come any more (it ended,
+    /// or failed: [`poll_event`](Self::poll_event) then gives its error
+    /// again). Nothing more needs to be read.
     fn is_closed(&self) -> bool;
 }
 
@@ -103,6 +105,8 @@ pub struct Framed<D> {
     decoder: D,
     eof: bool,
     done: bool,
+    /// The decoder failed (its error is final and comes back each call).
+    failed: bool,
 }
 
 impl<D: Decoder> Framed<D> {
@@ -124,6 +128,7 @@ impl<D: Decoder> Framed<D> {
             decoder,
             eof: false,
             done: false,
+            failed: false,
         }
     }
 
@@ -159,10 +164,11 @@ impl<D: Decoder> Inbound for Framed<D> {
             return Ok(None);
         }
         let decoded = if self.eof {
-            self.decoder.decode_eof(&mut self.buf)?
+            self.decoder.decode_eof(&mut self.buf)
         } else {
-            self.decoder.decode(&mut self.buf)?
+            self.decoder.decode(&mut self.buf)
         };
+        let decoded = decoded.inspect_err(|_| self.failed = true)?;
         if decoded.is_none() && self.eof {
             self.done = true;
         }
@@ -170,6 +176,6 @@ impl<D: Decoder> Inbound for Framed<D> {
     }
 
     fn is_closed(&self) -> bool {
-        self.done
+        self.done || self.failed
     }
 }

@@ -84,8 +84,11 @@ fn a_bad_frame_is_a_final_error_and_the_bytes_stay() {
         .recv_buf()
         .feed(&[0xff, 0xff, 0xff, 0xff, 1])
         .unwrap();
+    assert!(!framed.is_closed());
     let first = framed.poll_event(Duration::ZERO).unwrap_err();
     assert!(matches!(first, Error::LimitExceeded { .. }), "{first:?}");
+    // Closed: nothing more needs reading, and the error comes back.
+    assert!(framed.is_closed());
     assert_eq!(framed.poll_event(Duration::ZERO).unwrap_err(), first);
     assert_eq!(framed.recv_buf().len(), 5, "nothing consumed");
     let (mut buf, _) = framed.into_parts();

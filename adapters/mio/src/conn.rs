@@ -203,18 +203,38 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
             eof: self.read_done,
             ..ReadOutcome::default()
         };
+        let mut read = Ok(());
         if event.is_readable() || event.is_read_closed() || event.is_error() {
             let shortcut =
                 !event.is_read_closed() && !event.is_error() && self.io.short_read_drains();
-            outcome = self.read(events, shortcut)?;
+            read = self.read(events, shortcut).map(|o| outcome = o);
         }
+        // Even when the read failed: a writable edge comes once, and an
+        // answer to the bad input may be queued.
         if event.is_writable() || event.is_write_closed() {
-            self.on_writable()?;
+            let written = self.on_writable();
+            if read.is_ok() {
+                written?;
+            }
         }
-        Ok(outcome)
+        read.map(|()| outcome)
     }
 
+    /// Reads as [`on_readable`](Self::on_readable) says; any error ends the
+    /// read side (a protocol error is final, a full buffer stays full).
     fn read(
+        &mut self,
+        events: &mut Vec<P::Event>,
+        shortcut: bool,
+    ) -> Result<ReadOutcome, ConnError> {
+        let read = self.read_until_empty(events, shortcut);
+        if read.is_err() {
+            self.read_done = true;
+        }
+        read
+    }
+
+    fn read_until_empty(
         &mut self,
         events: &mut Vec<P::Event>,
         shortcut: bool,
@@ -330,7 +350,11 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
     ///
     /// As [`on_readable`](Self::on_readable)'s protocol errors.
     pub fn on_deadline(&mut self, events: &mut Vec<P::Event>) -> Result<(), ConnError> {
-        self.poll_events(events)
+        let polled = self.poll_events(events);
+        if polled.is_err() {
+            self.read_done = true;
+        }
+        polled
     }
 
     fn poll_events(&mut self, events: &mut Vec<P::Event>) -> Result<(), ConnError> {
@@ -356,7 +380,10 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
         if !self.polled {
             return Some(self.started);
         }
-        self.inbound.deadline().map(|d| self.started + d)
+        // A delay past what `Instant` can hold is no deadline at all.
+        self.inbound
+            .deadline()
+            .and_then(|d| self.started.checked_add(d))
     }
 
     /// The time the read side's clock counts from (the connection's start).

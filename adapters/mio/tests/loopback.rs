@@ -438,6 +438,55 @@ fn a_client_that_sends_nothing_is_still_routed_at_the_deadline() {
 }
 
 #[test]
+fn an_inspect_delay_past_what_instant_holds_means_no_deadline() {
+    let (server, mut client) = pair();
+    client.write_all(b"GET / HT").unwrap();
+    let router = Router::with_config(
+        "fallback",
+        RouterConfig::default().inspect_delay(Duration::MAX),
+    )
+    .rule(Match::Http, "web");
+    let mut conn = Conn::new(server, Session::tunnel(router, SessionConfig::default()));
+    let mut out = Vec::new();
+    conn.on_deadline(&mut out).unwrap();
+    assert!(out.is_empty());
+    assert_eq!(conn.deadline(), None, "never by the clock");
+}
+
+#[test]
+fn after_a_protocol_error_the_answer_goes_out_and_the_connection_finishes() {
+    let mut poll = Poll::new().unwrap();
+    let (server, mut client) = pair();
+    // A line over the limit, and the client stays connected.
+    client.write_all(&[b'x'; 64]).unwrap();
+    let lines = Lines::with_config(cleave::LinesConfig::default().max_length(16));
+    let mut conn = Conn::new(server, Framed::new(lines));
+    let mut out = Vec::new();
+    let result = drive(&mut poll, &mut conn, &mut out, |_, _, result| {
+        result.is_err()
+    });
+    match result {
+        Err(ConnError::Protocol(Error::LimitExceeded { .. })) => {}
+        other => panic!("{other:?}"),
+    }
+    // The read side is over: no more READABLE, and the error stays.
+    assert!(conn.is_read_closed() && cleave::Inbound::is_closed(conn.inbound()));
+    assert_eq!(conn.interest(), None);
+    conn.push(Bytes::from_static(b"ERR line too long\n"))
+        .unwrap();
+    conn.close_write();
+    assert_eq!(conn.interest(), Some(Interest::WRITABLE));
+    assert!(conn.on_writable().unwrap());
+    assert!(
+        conn.is_finished(),
+        "answered and shut down: nothing left to do"
+    );
+    let mut answer = String::new();
+    client.read_to_string(&mut answer).unwrap();
+    assert_eq!(answer, "ERR line too long\n");
+}
+
+#[test]
 fn an_idle_connection_never_wakes_the_loop() {
     let mut poll = Poll::new().unwrap();
     let (server, mut client) = pair();

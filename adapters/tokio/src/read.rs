@@ -240,7 +240,11 @@ impl<R: AsyncRead + Unpin, T: Clone, D: Decoder> SessionReader<R, T, D> {
             self.sleep = None;
             return Poll::Pending;
         };
-        let at = self.start + deadline;
+        // A delay past what `Instant` can hold is no deadline at all.
+        let Some(at) = self.start.checked_add(deadline) else {
+            self.sleep = None;
+            return Poll::Pending;
+        };
         let sleep = self
             .sleep
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));

@@ -242,6 +242,29 @@ async fn a_silent_client_is_routed_by_the_fallback_at_the_deadline() {
 }
 
 #[tokio::test]
+async fn an_inspect_delay_past_what_instant_holds_means_no_deadline() {
+    let (mut client, server) = pair().await;
+    client.write_all(b"GET / HT").await.unwrap();
+    // "Never decide by the clock."
+    let router = Router::with_config(
+        "fallback",
+        RouterConfig::default().inspect_delay(Duration::MAX),
+    )
+    .rule(Match::Http, "web");
+    let mut events = SessionReader::new(server, Session::tunnel(router, SessionConfig::default()));
+    let waited = tokio::time::timeout(Duration::from_millis(50), events.next()).await;
+    assert!(waited.is_err(), "no decision without the rest: {waited:?}");
+    client
+        .write_all(b"TP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .unwrap();
+    match events.next().await.unwrap().unwrap() {
+        Event::Routed(decision) => assert_eq!(decision.target, "web"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn clean_shutdown_writes_everything_pushed_and_tickets_complete_in_order() {
     let (client, mut server) = pair().await;
     let (handle, task) = spawn_writer(client, WriteQueueConfig::default());
