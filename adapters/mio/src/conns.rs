@@ -224,8 +224,10 @@ impl<P: Inbound> Conns<TcpStream, P> {
     /// # Errors
     ///
     /// An accept error that is about the listener, not one connection (out
-    /// of file descriptors, say): what was accepted before it is kept, and
-    /// the listener should be polled again later.
+    /// of file descriptors, say): what was accepted before it is kept.
+    /// Connections may still wait, and mio will not report the listener
+    /// again until another one arrives: call `accept` again after a pause
+    /// (a timer in your loop), once descriptors are free.
     pub fn accept(
         &mut self,
         listener: &TcpListener,
@@ -256,10 +258,84 @@ impl<P: Inbound> Conns<TcpStream, P> {
     }
 }
 
-/// Accept errors that end one waiting connection, not the listener.
+/// Accept errors that end one waiting connection, not the listener: the
+/// peer gave up while it waited, or (Linux passes pending network errors
+/// of the new socket on through `accept`) its network failed.
 fn is_per_connection(error: &io::Error) -> bool {
-    matches!(
+    use io::ErrorKind::{
+        ConnectionAborted, ConnectionReset, HostUnreachable, NetworkDown, NetworkUnreachable,
+        PermissionDenied,
+    };
+    if matches!(
         error.kind(),
-        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
-    )
+        ConnectionAborted
+            | ConnectionReset
+            | NetworkDown
+            | NetworkUnreachable
+            | HostUnreachable
+            // A firewall rule refused this connection.
+            | PermissionDenied
+    ) {
+        return true;
+    }
+    #[cfg(unix)]
+    if let Some(code) = error.raw_os_error() {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if code == libc::ENONET {
+            return true;
+        }
+        return [
+            libc::EPROTO,
+            libc::ENOPROTOOPT,
+            libc::EHOSTDOWN,
+            libc::EOPNOTSUPP,
+        ]
+        .contains(&code);
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_per_connection;
+    use std::io;
+
+    #[test]
+    fn accept_errors_of_one_connection_are_told_from_the_listeners() {
+        for kind in [
+            io::ErrorKind::ConnectionAborted,
+            io::ErrorKind::ConnectionReset,
+            io::ErrorKind::PermissionDenied,
+        ] {
+            assert!(is_per_connection(&kind.into()), "{kind:?}");
+        }
+        #[cfg(unix)]
+        {
+            for code in [
+                libc::EPROTO,
+                libc::ENETDOWN,
+                libc::EHOSTUNREACH,
+                libc::ENETUNREACH,
+            ] {
+                assert!(
+                    is_per_connection(&io::Error::from_raw_os_error(code)),
+                    "{code}"
+                );
+            }
+            // Out of descriptors or memory: the listener's trouble, reported.
+            for code in [
+                libc::EMFILE,
+                libc::ENFILE,
+                libc::ENOBUFS,
+                libc::ENOMEM,
+                libc::EBADF,
+            ] {
+                assert!(
+                    !is_per_connection(&io::Error::from_raw_os_error(code)),
+                    "{code}"
+                );
+            }
+        }
+        assert!(!is_per_connection(&io::ErrorKind::OutOfMemory.into()));
+    }
 }

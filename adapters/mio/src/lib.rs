@@ -39,6 +39,13 @@
 //! there is no event to hand over (after resuming a paused reader, say).
 //! ```
 //!
+//! A loop that takes its timeout from `deadline()` must call
+//! `on_deadline` for every connection whose deadline passed, framed ones
+//! included: a new connection's deadline is its start, and the first call
+//! starts the read side's clock (a session's inspect delay runs from
+//! there, even for a client that never sends a byte). Only a loop that
+//! serves framed connections alone can do without timers.
+//!
 //! A line server and one client, on one thread's poll loop:
 //!
 //! ```
@@ -75,9 +82,15 @@
 //!             continue;
 //!         }
 //!         let Some(c) = conn.as_mut() else { continue };
-//!         let outcome = c.on_event(event, &mut lines)?;
-//!         for line in lines.drain(..) {
-//!             c.push_frame(encoder.encode(line)?).expect("room");
+//!         let mut outcome = c.on_event(event, &mut lines)?;
+//!         loop {
+//!             for line in lines.drain(..) {
+//!                 c.push_frame(encoder.encode(line)?).expect("room");
+//!             }
+//!             if !outcome.more {
+//!                 break;
+//!             }
+//!             outcome = c.on_readable(&mut lines)?; // the read budget ran out: read on
 //!         }
 //!         if outcome.eof {
 //!             c.close_write(); // answer, then end our side too

@@ -217,7 +217,8 @@ impl WriteHandle {
     /// # Errors
     ///
     /// The writer's failure (the bytes may not have gone out), or
-    /// [`WriteError::Closed`] if the queue was aborted before.
+    /// [`WriteError::Closed`] if the writer ended without writing it (a
+    /// ticket from another handle's queue, say).
     pub fn wait(&self, ticket: Ticket) -> Result<(), WriteError> {
         self.wait_until(ticket, None)
     }

@@ -372,7 +372,8 @@ impl WriteHandle {
     /// # Errors
     ///
     /// The writer's failure (the bytes may not have gone out), or
-    /// [`WriteError::Closed`] if the queue was aborted before.
+    /// [`WriteError::Closed`] if the writer ended without writing it (a
+    /// ticket from another handle's queue, say).
     pub fn written(&self, ticket: Ticket) -> Written<'_> {
         Written {
             shared: &self.shared,
@@ -487,7 +488,7 @@ impl Future for Written<'_> {
             return Poll::Ready(Err(e.clone()));
         }
         if shared.done || (shared.queue.is_closed() && shared.queue.is_flushed()) {
-            // Aborted before its bytes went out.
+            // The writer ended and this ticket is past what it wrote.
             return Poll::Ready(Err(WriteError::Closed));
         }
         let (lane, offset) = (this.ticket.lane(), this.ticket.offset());
