@@ -10,11 +10,12 @@ use crate::error::ReadError;
 /// `tokio_util::codec::{Decoder, Encoder}`.
 ///
 /// The `Framed`'s `BytesMut` is lent to a `RecvBuf` for each call and given
-/// back, no copy. Two things differ from using cleave directly: a line
+/// back, no copy. Three things differ from using cleave directly: a line
 /// arriving in pieces is searched again from its start on each call (the
-/// note of how far a search went lives in the `RecvBuf`), and encoding
-/// copies the frame into the `Framed`'s buffer, as every tokio-util encoder
-/// does.
+/// note of how far a search went lives in the `RecvBuf`); the offsets in
+/// errors count from the start of the `Framed`'s buffer at that call, not
+/// of the stream; and encoding copies the frame into the `Framed`'s
+/// buffer, as every tokio-util encoder does.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]

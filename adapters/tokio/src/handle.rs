@@ -4,7 +4,7 @@
 use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
@@ -57,6 +57,27 @@ impl Shared {
         for waker in self.room.drain(..) {
             waker.wake();
         }
+    }
+
+    /// Registers a flush waiter once per target and task.
+    fn wait_flushed(&mut self, target: [u64; 2], waker: &Waker) {
+        let known = self
+            .flushes
+            .iter()
+            .any(|(t, w)| *t == target && w.will_wake(waker));
+        if !known {
+            self.flushes.push((target, waker.clone()));
+        }
+    }
+
+    /// Whether a flush waiter's bytes are all written (but not flushed):
+    /// the writer flushes then, without waiting for the queue to empty.
+    fn flush_due(&self, marks: [u64; 2]) -> bool {
+        self.flushed != marks
+            && self
+                .flushes
+                .iter()
+                .any(|(t, _)| t[0] <= marks[0] && t[1] <= marks[1])
     }
 
     fn wake_flushed(&mut self) {
@@ -113,6 +134,8 @@ impl Item for Frame {
 struct Inner {
     state: Mutex<Shared>,
     written: [AtomicU64; 2],
+    /// Live handles: the last one to go closes the queue.
+    handles: AtomicUsize,
 }
 
 impl Inner {
@@ -169,6 +192,7 @@ where
             ..Shared::default()
         }),
         written: Default::default(),
+        handles: AtomicUsize::new(0),
     });
     let task = tokio::spawn(WriterTask {
         io,
@@ -197,14 +221,14 @@ impl<W: AsyncWrite + Unpin> Future for WriterTask<W> {
             let drained = poll_drain(&mut shared.queue, &mut this.io, cx, |_| {});
             this.shared.publish(shared);
             shared.wake_written();
-            match drained {
-                Poll::Ready(Ok(())) => {}
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(e)) => return fail(shared, e),
+            if let Poll::Ready(Err(e)) = drained {
+                return fail(shared, e);
             }
-            // Empty: make it reach the socket.
+            // Empty, or a flush waiter's bytes are all out while others
+            // still wait for the socket: make them reach it.
             let marks = shared.watermarks();
-            if shared.flushed != marks {
+            let empty = drained.is_ready();
+            if (empty && shared.flushed != marks) || shared.flush_due(marks) {
                 match Pin::new(&mut this.io).poll_flush(cx) {
                     Poll::Ready(Ok(())) => {
                         shared.flushed = marks;
@@ -213,6 +237,9 @@ impl<W: AsyncWrite + Unpin> Future for WriterTask<W> {
                     Poll::Ready(Err(e)) => return fail(shared, e),
                     Poll::Pending => return Poll::Pending,
                 }
+            }
+            if !empty {
+                return Poll::Pending; // the socket is full; it wakes us
             }
             if !shared.queue.is_closed() {
                 shared.writer = Some(cx.waker().clone());
@@ -237,6 +264,18 @@ impl<W: AsyncWrite + Unpin> Future for WriterTask<W> {
     }
 }
 
+impl<W> Drop for WriterTask<W> {
+    /// A writer task aborted, or dropped by a runtime shutting down, or
+    /// unwound by a panicking writer: every waiter learns it failed.
+    fn drop(&mut self) {
+        let mut shared = lock(&self.shared);
+        if !shared.done && shared.failed.is_none() {
+            let ended = io::Error::other("the writer task ended before it finished");
+            let _ = fail(&mut shared, ended);
+        }
+    }
+}
+
 fn fail(shared: &mut Shared, e: io::Error) -> Poll<io::Result<()>> {
     let kind = e.kind();
     let e = Arc::new(e);
@@ -256,11 +295,19 @@ fn fail(shared: &mut Shared, e: io::Error) -> Poll<io::Result<()>> {
 /// - [`flush`](Self::flush), [`close`](Self::close).
 ///
 /// It is also a `Sink<Bytes>`.
+///
+/// When the last handle is dropped the queue is closed: the writer writes
+/// what was queued, shuts the socket down and ends, as after
+/// [`close`](Self::close).
 #[derive(Debug)]
 pub struct WriteHandle {
     shared: Arc<Inner>,
-    /// The `Sink`'s item that did not fit yet.
-    pending: Option<Bytes>,
+    /// The `Sink`'s item that did not fit yet; [`flush`](Self::flush) and
+    /// [`close`](Self::close) send it first.
+    pending: Mutex<Option<Bytes>>,
+    /// Where the last item sent through the `Sink` ends in the bulk lane:
+    /// what the `Sink`'s flush waits for.
+    sink_mark: u64,
 }
 
 impl Clone for WriteHandle {
@@ -269,12 +316,50 @@ impl Clone for WriteHandle {
     }
 }
 
+impl Drop for WriteHandle {
+    fn drop(&mut self) {
+        let pending = self.take_pending();
+        let last = self.shared.handles.fetch_sub(1, Ordering::AcqRel) == 1;
+        if pending.is_none() && !last {
+            return;
+        }
+        let mut shared = lock(&self.shared);
+        if let Some(bytes) = pending {
+            // The Sink's item still waiting for room: queued if there is
+            // room now, else lost (flush or close a Sink before dropping
+            // it, as with any Sink).
+            let _ = shared.queue.push(bytes);
+        }
+        if last {
+            shared.queue.close();
+        }
+        shared.pushed();
+    }
+}
+
 impl WriteHandle {
     fn new(shared: Arc<Inner>) -> Self {
+        shared.handles.fetch_add(1, Ordering::Relaxed);
         Self {
             shared,
-            pending: None,
+            pending: Mutex::new(None),
+            sink_mark: 0,
         }
+    }
+
+    fn take_pending(&self) -> Option<Bytes> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+
+    /// Sends the `Sink`'s item that did not fit yet, if any.
+    async fn send_pending(&self) -> Result<(), WriteError> {
+        if let Some(bytes) = self.take_pending() {
+            self.send(bytes).await?;
+        }
+        Ok(())
     }
 
     /// Queues `bytes` in the bulk lane now.
@@ -382,13 +467,15 @@ impl WriteHandle {
         }
     }
 
-    /// Waits until everything pushed so far is written and the writer
-    /// flushed.
+    /// Waits until everything pushed so far (through any handle) is
+    /// written and the writer flushed. Other handles pushing meanwhile do
+    /// not hold it up: the writer flushes as soon as these bytes are out.
     ///
     /// # Errors
     ///
     /// The writer's failure.
     pub async fn flush(&self) -> Result<(), WriteError> {
+        self.send_pending().await?;
         let target = lock(&self.shared).queue_pushed();
         poll_fn(|cx| {
             let mut shared = lock(&self.shared);
@@ -402,7 +489,7 @@ impl WriteHandle {
             if shared.done {
                 return Poll::Ready(Err(WriteError::Closed));
             }
-            shared.flushes.push((target, cx.waker().clone()));
+            shared.wait_flushed(target, cx.waker());
             shared.pushed(); // make sure the writer looks
             Poll::Pending
         })
@@ -416,6 +503,7 @@ impl WriteHandle {
     ///
     /// The writer's failure.
     pub async fn close(&self) -> Result<(), WriteError> {
+        self.send_pending().await?;
         {
             let mut shared = lock(&self.shared);
             shared.queue.close();
@@ -429,7 +517,7 @@ impl WriteHandle {
             if shared.done {
                 return Poll::Ready(Ok(()));
             }
-            shared.flushes.push(([u64::MAX; 2], cx.waker().clone()));
+            shared.wait_flushed([u64::MAX; 2], cx.waker());
             Poll::Pending
         })
         .await
@@ -454,12 +542,6 @@ impl Shared {
             marks[0] + self.queue.pending_bytes(Lane::Bulk) as u64,
             marks[1] + self.queue.pending_bytes(Lane::Urgent) as u64,
         ]
-    }
-}
-
-impl WriteHandle {
-    fn queue_pushed(&self) -> [u64; 2] {
-        lock(&self.shared).queue_pushed()
     }
 }
 
@@ -511,48 +593,79 @@ impl Future for Written<'_> {
 impl Sink<Bytes> for WriteHandle {
     type Error = WriteError;
 
+    /// Ready when the item sent last has found room in the queue.
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
         let this = self.get_mut();
-        if this.pending.is_none() {
-            return Poll::Ready(Ok(()));
+        let pending = this
+            .pending
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if pending.is_none() {
+            return match &lock(&this.shared).failed {
+                Some(e) => Poll::Ready(Err(e.clone())),
+                None => Poll::Ready(Ok(())),
+            };
         }
-        let mut item = this.pending.take();
+        let mut item = pending.take();
         match this.poll_send(cx, &mut item) {
-            Poll::Ready(result) => Poll::Ready(result.map(drop)),
+            Poll::Ready(Ok(ticket)) => {
+                this.sink_mark = ticket.offset();
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => {
-                this.pending = item;
+                *this
+                    .pending
+                    .get_mut()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = item;
                 Poll::Pending
             }
         }
     }
 
+    /// Queues the item, or keeps it until there is room (the next
+    /// `poll_ready`, `poll_flush` or `poll_close` sends it).
     fn start_send(self: Pin<&mut Self>, item: Bytes) -> Result<(), WriteError> {
         let this = self.get_mut();
-        match this.try_send(item) {
-            Ok(_) => Ok(()),
+        let mut shared = lock(&this.shared);
+        if let Some(e) = &shared.failed {
+            return Err(e.clone());
+        }
+        match shared.queue.push(item) {
+            Ok(ticket) => {
+                shared.pushed();
+                this.sink_mark = ticket.offset();
+                Ok(())
+            }
             Err(rejected) if rejected.error() == &Error::Closed => Err(WriteError::Closed),
             Err(rejected) => {
+                drop(shared);
                 // Full: keep it; the next poll_ready or poll_flush sends it.
-                this.pending = Some(rejected.into_value());
+                *this
+                    .pending
+                    .get_mut()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(rejected.into_value());
                 Ok(())
             }
         }
     }
 
+    /// Ready when what this `Sink` sent is written and flushed; pushes
+    /// through other handles do not hold it up.
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
         if self.as_mut().poll_ready(cx)?.is_pending() {
             return Poll::Pending;
         }
-        let target = self.queue_pushed();
+        let target = [self.sink_mark, 0];
         let mut shared = lock(&self.shared);
         if let Some(e) = &shared.failed {
             return Poll::Ready(Err(e.clone()));
         }
         let flushed = shared.flushed;
-        if target[0] <= flushed[0] && target[1] <= flushed[1] {
+        if target[0] <= flushed[0] {
             return Poll::Ready(Ok(()));
         }
-        shared.flushes.push((target, cx.waker().clone()));
+        shared.wait_flushed(target, cx.waker());
         shared.pushed();
         Poll::Pending
     }
@@ -569,7 +682,7 @@ impl Sink<Bytes> for WriteHandle {
         if shared.done {
             return Poll::Ready(Ok(()));
         }
-        shared.flushes.push(([u64::MAX; 2], cx.waker().clone()));
+        shared.wait_flushed([u64::MAX; 2], cx.waker());
         shared.pushed();
         Poll::Pending
     }

@@ -28,14 +28,23 @@ pub(crate) fn poll_drain<W: AsyncWrite + Unpin>(
             let mut slices = [IoSlice::new(&[]); SLICES];
             let n = queue.io_slices(&mut slices);
             let io = Pin::new(&mut *io);
-            let poll = if io.is_write_vectored() {
-                io.poll_write_vectored(cx, &slices[..n])
+            // What the writer was offered: all slices (the queue checks
+            // the count against them), or only the first.
+            let (poll, offered) = if io.is_write_vectored() {
+                (io.poll_write_vectored(cx, &slices[..n]), usize::MAX)
             } else {
-                io.poll_write(cx, &slices[0])
+                (io.poll_write(cx, &slices[0]), slices[0].len())
             };
             match poll {
                 Poll::Ready(Ok(0)) => {
                     return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                }
+                // A writer that claims more than it was given.
+                Poll::Ready(Ok(written)) if written > offered => {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "the writer reported more bytes than it was given",
+                    )));
                 }
                 Poll::Ready(Ok(written)) => written,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
