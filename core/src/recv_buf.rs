@@ -187,6 +187,10 @@ pub struct RecvBuf {
     /// is already initialised, kept so reads need not zero it again.
     buf: BytesMut,
     filled: usize,
+    /// Size of the block `buf` lives in. `buf.capacity()` only counts the
+    /// room from the view's start, which splitting moves forward; the view
+    /// keeps the whole block alive all the same.
+    block: usize,
     /// Length of the region the last `spare_mut` handed out (0: none).
     spare: usize,
     /// Stream offset of `buf[0]`: bytes consumed so far.
@@ -209,7 +213,7 @@ impl fmt::Debug for RecvBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RecvBuf")
             .field("len", &self.filled)
-            .field("capacity", &self.buf.capacity())
+            .field("capacity", &self.capacity())
             .field("offset", &self.offset)
             .field("config", &self.config)
             .finish()
@@ -227,6 +231,7 @@ impl RecvBuf {
         Self {
             buf: BytesMut::new(),
             filled: 0,
+            block: 0,
             spare: 0,
             offset: 0,
             scan: (0, 0, 0),
@@ -262,6 +267,7 @@ impl RecvBuf {
         }
         Ok(Self {
             filled: buf.len(),
+            block: buf.capacity(),
             buf,
             ..Self::with_config(config)
         })
@@ -289,6 +295,7 @@ impl RecvBuf {
         }
         Ok(Self {
             filled: buffer.len(),
+            block: buffer.capacity(),
             buf: buffer,
             ..Self::with_config(config)
         })
@@ -331,12 +338,11 @@ impl RecvBuf {
         self.config.max_buffered.saturating_sub(self.filled)
     }
 
-    /// Bytes of memory this buffer holds on to (buffered plus spare room).
-    ///
-    /// Frames split off earlier may keep more of the same allocation alive;
-    /// that memory is theirs, not the buffer's.
+    /// Bytes of memory this buffer keeps alive: the block its bytes and
+    /// spare room live in (frames split off earlier may share it), 0 once
+    /// it gave its memory back.
     pub fn capacity(&self) -> usize {
-        self.buf.capacity()
+        self.block.max(self.buf.capacity())
     }
 
     /// Stream offset of the first buffered byte: how many bytes were consumed
@@ -516,13 +522,18 @@ impl RecvBuf {
     /// An adapter may call this before a connection goes idle for long; the
     /// next read allocates again.
     pub fn release_if_empty(&mut self) -> bool {
-        if self.filled == 0 && self.buf.capacity() > 0 {
-            self.buf = BytesMut::new();
-            self.spare = 0;
+        if self.filled == 0 && self.capacity() > 0 {
+            self.release();
             true
         } else {
             false
         }
+    }
+
+    fn release(&mut self) {
+        self.buf = BytesMut::new();
+        self.block = 0;
+        self.spare = 0;
     }
 
     /// The error for input that would make the buffer hold `attempted` bytes.
@@ -537,9 +548,8 @@ impl RecvBuf {
 
     #[inline]
     fn release_if_idle(&mut self) {
-        if self.filled == 0 && self.buf.capacity() > self.config.idle_capacity {
-            self.buf = BytesMut::new();
-            self.spare = 0;
+        if self.filled == 0 && self.block > self.config.idle_capacity {
+            self.release();
         }
     }
 
@@ -574,6 +584,7 @@ impl RecvBuf {
             fresh.extend_from_slice(&self.buf);
             self.buf = fresh;
         }
+        self.block = self.buf.capacity();
     }
 
     /// How many leading bytes a decoder noted to hold no `byte`.

@@ -14,10 +14,16 @@ struct Counting;
 
 thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    /// Bytes allocated and not freed yet, by this thread.
+    static LIVE: Cell<i64> = const { Cell::new(0) };
 }
 
 fn count() {
     let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+fn live(delta: i64) {
+    let _ = LIVE.try_with(|n| n.set(n.get() + delta));
 }
 
 // SAFETY: every call is forwarded unchanged to the system allocator; the
@@ -25,17 +31,20 @@ fn count() {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count();
+        live(layout.size() as i64);
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        live(-(layout.size() as i64));
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count();
+        live(new_size as i64 - layout.size() as i64);
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -46,6 +55,10 @@ static GLOBAL: Counting = Counting;
 
 fn allocations() -> u64 {
     ALLOCATIONS.with(Cell::get)
+}
+
+fn live_bytes() -> i64 {
+    LIVE.with(Cell::get)
 }
 
 const FRAMES: usize = 20_000;
@@ -242,4 +255,48 @@ fn zero_allocations_per_push_in_steady_state() {
         q.push_frame(frame).unwrap();
     });
     assert_eq!(allocs, 0, "length-prefixed 1 KiB frames");
+}
+
+/// An emptied buffer gives its block back at once, not at the next read:
+/// the view's own capacity shrinks as frames are split off, so it cannot
+/// be what decides.
+#[test]
+fn an_emptied_buffer_frees_a_large_block_without_waiting_for_the_next_read() {
+    let before = live_bytes();
+    let mut buf = RecvBuf::new();
+    buf.feed(&vec![1u8; 4 << 20]).unwrap();
+    drop(buf.split_to(4 << 20).unwrap()); // the frame ends where the block does
+    assert!(
+        live_bytes() - before < 64 * 1024,
+        "{} bytes still held",
+        live_bytes() - before
+    );
+    assert_eq!(buf.capacity(), 0);
+
+    // Read in full reads with no idle allowance: each emptying frees.
+    let config = RecvBufConfig::default().idle_capacity(0);
+    let mut buf = RecvBuf::with_config(config);
+    let before = live_bytes();
+    let n = buf.spare_mut().unwrap().len();
+    buf.commit(n).unwrap();
+    drop(buf.take_tail());
+    assert_eq!(live_bytes() - before, 0);
+    assert_eq!(buf.capacity(), 0);
+}
+
+#[test]
+fn release_if_empty_frees_the_block_whatever_its_size() {
+    let config = RecvBufConfig::default().read_reserve(64).unwrap();
+    let mut buf = RecvBuf::with_config(config);
+    buf.feed(&[7; 64]).unwrap(); // fills its block to the end
+    let before = live_bytes();
+    drop(buf.split_to(64).unwrap());
+    assert!(
+        buf.capacity() > 0,
+        "a small block is kept for the next read"
+    );
+    assert!(buf.release_if_empty());
+    assert!(live_bytes() < before, "the block was freed");
+    assert_eq!(buf.capacity(), 0);
+    assert!(!buf.release_if_empty(), "nothing left to free");
 }
