@@ -126,6 +126,11 @@ pub enum Field {
     /// An HTTP/1.x request head that `httparse` refuses, where a head was
     /// expected (in framed mode).
     HttpHead,
+    /// An HTTP request's Host: sent twice, not a `host[:port]`, or not the
+    /// authority of an absolute-form (or CONNECT) request target; a server
+    /// answers 400 (RFC 9112, section 3.2), and routing on it could send
+    /// the request where its target says otherwise.
+    HttpHost,
     /// A PROXY protocol v1 line.
     ProxyV1,
     /// A PROXY protocol v2 header: version, command, family or length.
@@ -361,6 +366,7 @@ impl fmt::Display for Field {
             Self::TlsAlpn => "TLS ALPN extension",
             Self::TlsSupportedVersions => "TLS supported_versions extension",
             Self::HttpHead => "HTTP request head",
+            Self::HttpHost => "HTTP Host (repeated, malformed, or not the target's authority)",
             Self::ProxyV1 => "PROXY v1 line",
             Self::ProxyV2Header => "PROXY v2 header",
             Self::ProxyV2Address => "PROXY v2 addresses",

@@ -180,9 +180,11 @@ pub struct Decision<T> {
     /// What was learned (also on a fallback, if a sniffer recognised
     /// something).
     pub facts: Facts,
-    /// The first malformed input a sniffer met, if any (such a rule does
-    /// not match, as a broken ClientHello does not match HAProxy's
-    /// `req.ssl_sni`).
+    /// The malformed input a sniffer met, if any (such a rule does not
+    /// match, as a broken ClientHello does not match HAProxy's
+    /// `req.ssl_sni`). A stream is either a ClientHello or an HTTP head,
+    /// so at most one sniffer has something to say; were both to, this is
+    /// the TLS sniffer's.
     pub malformed: Option<Error>,
     /// Bytes to take off the front of the stream before it goes to the
     /// target: the prefix of a [`Match::PrefixConsumed`] rule, else 0. A

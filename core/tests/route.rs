@@ -7,6 +7,7 @@ use cleave::route::{
     Decision, Facts, FrameRouter, HostPattern, Match, Reason, Router, RouterConfig,
 };
 use cleave::sniff::{proxy, Sniff};
+use cleave::{Error, Field, InvalidInput};
 use proptest::prelude::*;
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -141,6 +142,33 @@ fn malformed_hellos_do_not_match_and_are_reported() {
     let decision = assert_stable(&rules(), &data);
     assert_eq!(decision.target, "other");
     assert!(decision.malformed.is_some());
+}
+
+#[test]
+fn a_host_rule_is_not_fooled_by_a_target_or_a_second_host() {
+    let router = Router::new("other")
+        .rule(
+            Match::HttpHost(HostPattern::new("public.example")),
+            "public",
+        )
+        .rule(Match::Http, "any-http");
+    let honest = b"GET http://public.example/ HTTP/1.1\r\nHost: public.example\r\n\r\n";
+    assert_eq!(assert_stable(&router, honest).target, "public");
+    for smuggled in [
+        &b"GET http://admin.internal/ HTTP/1.1\r\nHost: public.example\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: public.example\r\nHost: admin.internal\r\n\r\n",
+    ] {
+        let decision = assert_stable(&router, smuggled);
+        // Neither HTTP rule matches a head the sniffer refuses.
+        assert_eq!(decision.target, "other");
+        assert!(matches!(
+            decision.malformed,
+            Some(Error::InvalidInput {
+                kind: InvalidInput::Malformed(Field::HttpHost),
+                ..
+            })
+        ));
+    }
 }
 
 #[test]

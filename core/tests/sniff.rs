@@ -330,6 +330,74 @@ fn http_fixtures() {
     assert_eq!(facts.upgrade(), Some("websocket"));
 }
 
+/// The Host error at `offset`, if that is what `data` gives.
+fn bad_host_at(data: &[u8]) -> Option<u64> {
+    match assert_prefix_stable(data, head) {
+        Sniff::Invalid(Error::InvalidInput {
+            kind: InvalidInput::Malformed(Field::HttpHost),
+            offset,
+        }) => Some(offset),
+        _ => None,
+    }
+}
+
+fn host_of(data: &[u8]) -> (Option<String>, Option<String>) {
+    match assert_prefix_stable(data, head) {
+        Sniff::Match { facts, .. } => (facts.host().map(String::from), facts.host_name()),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_host_that_could_route_a_request_elsewhere_is_refused() {
+    // Sent twice: servers disagree on which one counts.
+    let twice = b"GET / HTTP/1.1\r\nHost: public.example\r\nHost: admin.internal\r\n\r\n";
+    assert_eq!(bad_host_at(twice), Some(44), "the second Host");
+    // An absolute-form target names another host: origin servers serve
+    // the target's (RFC 9112, section 3.2.2).
+    let absolute = b"GET http://admin.internal/ HTTP/1.1\r\nHost: public.example\r\n\r\n";
+    assert_eq!(bad_host_at(absolute), Some(43));
+    let connect = b"CONNECT admin.internal:443 HTTP/1.1\r\nHost: public.example:443\r\n\r\n";
+    assert_eq!(bad_host_at(connect), Some(43));
+    let userinfo = b"GET http://public.example@admin.internal/ HTTP/1.1\r\n\r\n";
+    assert!(bad_host_at(userinfo).is_some());
+    // Not a host[:port].
+    for host in [
+        "[::1",
+        "::1",
+        "a b",
+        "example.com:80x",
+        "a/b",
+        "example.com:80:80",
+        "x]",
+    ] {
+        let data = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        assert_eq!(bad_host_at(data.as_bytes()), Some(22), "{host}");
+    }
+}
+
+#[test]
+fn the_host_is_the_header_or_the_targets_authority() {
+    let same = b"GET http://Example.COM:8080/x HTTP/1.1\r\nHost: example.com:8080\r\n\r\n";
+    assert_eq!(
+        host_of(same),
+        (Some("example.com:8080".into()), Some("example.com".into()))
+    );
+    let no_header = b"GET http://example.com/x?y HTTP/1.0\r\n\r\n";
+    assert_eq!(
+        host_of(no_header),
+        (Some("example.com".into()), Some("example.com".into()))
+    );
+    let connect = b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n";
+    assert_eq!(host_of(connect).1.as_deref(), Some("example.com"));
+    let v6 = b"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n";
+    assert_eq!(host_of(v6), (Some("[::1]:8080".into()), Some("::1".into())));
+    let empty = b"GET / HTTP/1.1\r\nHost:\r\n\r\n";
+    assert_eq!(host_of(empty), (Some(String::new()), Some(String::new())));
+    let none = b"GET / HTTP/1.0\r\n\r\n";
+    assert_eq!(host_of(none), (None, None));
+}
+
 #[test]
 fn each_fixture_matches_its_own_sniffer_only() {
     for name in ALL {
@@ -389,6 +457,21 @@ fn budgets_are_kept() {
     ));
     let long_v1 = format!("PROXY TCP4 {}\r\n", "1".repeat(120));
     assert!(matches!(proxy(long_v1.as_bytes()), Sniff::Invalid(_)));
+    // A zero budget decides at the first byte, like the other sniffers.
+    assert!(matches!(
+        tls::sniff(&data, 0),
+        Sniff::Invalid(Error::LimitExceeded { max: 0, .. })
+    ));
+    assert_eq!(tls::sniff(b"GET", 0), Sniff::NoMatch);
+    assert_eq!(tls::sniff(b"", 0), Sniff::NeedMore);
+    assert!(matches!(
+        http::sniff(b"GET", 0, 8),
+        Sniff::Invalid(Error::LimitExceeded { max: 0, .. })
+    ));
+    assert!(matches!(
+        proxy::sniff(b"PROXY", 0),
+        Sniff::Invalid(Error::LimitExceeded { max: 0, .. })
+    ));
 }
 
 #[test]

@@ -65,7 +65,14 @@ impl RequestHead {
         self.version
     }
 
-    /// The Host header (port included, if sent), trimmed.
+    /// The host the request is for, port included if sent: the Host
+    /// header, trimmed, or, when there is none, the authority of an
+    /// absolute-form request target (`GET http://example.com/ HTTP/1.0`).
+    ///
+    /// The sniffer refuses a head whose Host is repeated, is not a
+    /// `host[:port]`, or is not the authority its target names
+    /// ([`Field::HttpHost`]), so this is the host any server behind the
+    /// router will serve.
     pub fn host(&self) -> Option<&str> {
         self.host.map(|s| self.text(s))
     }
@@ -95,7 +102,8 @@ impl RequestHead {
         listed && self.upgrade.is_some()
     }
 
-    /// The host without its port, lowercased: what routing compares.
+    /// The host without its port, lowercased: what routing compares. An
+    /// IPv6 literal comes without its brackets (`[::1]:8080` gives `::1`).
     pub fn host_name(&self) -> Option<String> {
         let host = self.host()?;
         let name = match host.strip_prefix('[') {
@@ -113,7 +121,10 @@ impl RequestHead {
 /// protocol that happens to start with letters, such as `SSH-2.0-...` or
 /// `PROXY ...`, or a malformed request); `Invalid` with
 /// [`Limit::SniffBudget`] when the head is longer than `max_len` or has
-/// more headers than `max_headers`.
+/// more headers than `max_headers`, and with [`Field::HttpHost`] when the
+/// Host is sent twice, is not a `host[:port]`, or differs from the
+/// authority of an absolute-form or CONNECT target (routing on it could
+/// send the request to one backend while the target names another).
 ///
 /// ```
 /// use cleave::sniff::{http, Sniff};
@@ -143,9 +154,12 @@ pub fn sniff(data: &[u8], max_len: usize, max_headers: usize) -> Sniff<RequestHe
     let parsed =
         request.parse_with_uninit_headers(window, &mut headers[..max_headers.min(MAX_HEADERS)]);
     match parsed {
-        Ok(httparse::Status::Complete(len)) => Sniff::Match {
-            facts: head_of(&request, &window[..len]),
-            len,
+        Ok(httparse::Status::Complete(len)) => match head_of(&request, &window[..len]) {
+            Ok(facts) => Sniff::Match { facts, len },
+            Err(at) => Sniff::Invalid(Error::InvalidInput {
+                kind: InvalidInput::Malformed(Field::HttpHost),
+                offset: at as u64,
+            }),
         },
         Ok(httparse::Status::Partial) if window.len() < max_len => Sniff::NeedMore,
         Ok(httparse::Status::Partial) => over_budget(max_len, max_len as u64 + 1),
@@ -168,7 +182,8 @@ fn over_budget<T>(max: usize, attempted: u64) -> Sniff<T> {
     })
 }
 
-fn head_of(request: &httparse::Request<'_, '_>, head: &[u8]) -> RequestHead {
+/// The head's facts, or where its Host goes wrong.
+fn head_of(request: &httparse::Request<'_, '_>, head: &[u8]) -> Result<RequestHead, usize> {
     // Where a slice httparse handed out sits in the head.
     let span = |part: &[u8]| Span {
         at: part.as_ptr() as usize - head.as_ptr() as usize,
@@ -179,22 +194,101 @@ fn head_of(request: &httparse::Request<'_, '_>, head: &[u8]) -> RequestHead {
             .headers
             .iter()
             .find(|h| h.name.eq_ignore_ascii_case(name))?
-            .value;
-        let value = value.trim_ascii();
+            .value
+            .trim_ascii();
         core::str::from_utf8(value).ok().map(|_| span(value))
     };
-    RequestHead {
+    let path = request.path.unwrap_or_default();
+    let method = request.method.unwrap_or_default();
+
+    // The Host: once at most, a host[:port], and the target's authority
+    // when the target names one.
+    let mut hosts = request
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("host"))
+        .map(|h| h.value.trim_ascii());
+    let host = hosts.next();
+    if let Some(second) = hosts.next() {
+        return Err(span(second).at);
+    }
+    if let Some(value) = host {
+        if !is_host(value) {
+            return Err(span(value).at);
+        }
+    }
+    let authority = if method.eq_ignore_ascii_case("CONNECT") {
+        Some(path.as_bytes())
+    } else {
+        absolute_authority(path.as_bytes())
+    };
+    let host = match (host, authority) {
+        (_, Some(authority)) if !is_host(authority) => return Err(span(authority).at),
+        (Some(host), Some(authority)) if !host.eq_ignore_ascii_case(authority) => {
+            return Err(span(host).at)
+        }
+        (Some(host), _) => Some(host),
+        (None, authority) => authority,
+    };
+
+    Ok(RequestHead {
         head: Bytes::copy_from_slice(head),
-        method: request
-            .method
-            .map(|m| span(m.as_bytes()))
-            .unwrap_or_default(),
-        path: request.path.map(|p| span(p.as_bytes())).unwrap_or_default(),
+        method: span(method.as_bytes()),
+        path: span(path.as_bytes()),
         version: request.version.unwrap_or_default(),
-        host: header("host"),
+        host: host.map(span),
         upgrade: header("upgrade"),
         connection: header("connection"),
+    })
+}
+
+/// The authority of an absolute-form target (`scheme://authority/...`).
+fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
+    let at = target.windows(3).position(|w| w == b"://")?;
+    let scheme = &target[..at];
+    if scheme.is_empty()
+        || !scheme
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b))
+    {
+        return None;
     }
+    let rest = &target[at + 3..];
+    let end = rest
+        .iter()
+        .position(|b| b"/?#".contains(b))
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// Whether `value` is a `host[:port]` (RFC 9110, section 7.2): an IPv6
+/// literal in brackets or a name or IPv4 address without `:`, `@`, `/`,
+/// brackets or spaces, then an optional `:` and digits. Empty is allowed
+/// (a target without an authority).
+fn is_host(value: &[u8]) -> bool {
+    let (name_ok, port) = match value.strip_prefix(b"[") {
+        Some(literal) => match literal.iter().position(|&b| b == b']') {
+            Some(end) => (
+                literal[..end]
+                    .iter()
+                    .all(|b| b.is_ascii_hexdigit() || b":.".contains(b)),
+                &literal[end + 1..],
+            ),
+            None => return false,
+        },
+        None => {
+            let end = value.iter().position(|&b| b == b':').unwrap_or(value.len());
+            let name = &value[..end];
+            let plain = |b: &u8| b.is_ascii_graphic() && !b"@/?#[]:\\".contains(b);
+            (name.iter().all(plain), &value[end..])
+        }
+    };
+    let port_ok = match port.split_first() {
+        None => true,
+        Some((b':', digits)) => digits.iter().all(u8::is_ascii_digit),
+        Some(_) => false,
+    };
+    name_ok && port_ok
 }
 
 /// A decoder of request heads, for a [`Session`](crate::Session) that

@@ -89,10 +89,16 @@ fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
 pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ClientHello> {
     // Read no further than the budget, so the answer does not depend on
     // how much more has arrived.
+    let first = data.first().copied();
     let data = &data[..data.len().min(max_len)];
     // Looks like TLS? A handshake record of version 3.x.
     match data {
-        [] => return Sniff::NeedMore,
+        // A zero budget: a handshake byte is already past it.
+        [] => match first {
+            None => return Sniff::NeedMore,
+            Some(HANDSHAKE) => return over_budget(1, max_len),
+            Some(_) => return Sniff::NoMatch,
+        },
         [t, ..] if *t != HANDSHAKE => return Sniff::NoMatch,
         [_, major, ..] if *major != 3 => return Sniff::NoMatch,
         [_, _, minor, ..] if *minor > 4 => return Sniff::NoMatch,
