@@ -263,6 +263,39 @@ fn proxy_headers_haproxy_did_not_send_here() {
         (local.command, local.addresses),
         (proxy::Command::Local, proxy::Addresses::Unknown)
     );
+    // LOCAL with no address block, or any family and transport, or TLVs
+    // that make no sense: the block is discarded, as the spec says.
+    for (family, block) in [
+        (0x11, &[][..]),
+        (0xFF, &[9; 5][..]),
+        (0x21, &[0x02, 0, 9, b'a'][..]),
+    ] {
+        let local = facts(&v2(0, family, block, &[]));
+        assert_eq!(
+            (local.command, local.addresses, local.transport),
+            (
+                proxy::Command::Local,
+                proxy::Addresses::Unknown,
+                proxy::Transport::Unspecified
+            ),
+            "{family:#x} {block:?}"
+        );
+    }
+    // An SSL TLV with a binary sub-TLV nobody knows yet: skipped.
+    // Kind 0x20, 10 bytes: client 1, verify 0, then sub-TLV 0x28 [ff fe].
+    let ssl = [0x20, 0, 10, 0x01, 0, 0, 0, 0, 0x28, 0, 2, 0xff, 0xfe];
+    let with_ssl = facts(&v2(1, 0x11, &[0; 12], &ssl));
+    let info = with_ssl.ssl.expect("the SSL TLV");
+    assert_eq!((info.client, info.common_name), (1, None));
+    // A known text sub-TLV that is not text is still malformed.
+    let bad_cn = [&[0x20, 0, 9, 0x01, 0, 0, 0, 0][..], &[0x22, 0, 1, 0xff]].concat();
+    assert!(matches!(
+        proxy(&v2(1, 0x11, &[0; 12], &bad_cn)),
+        Sniff::Invalid(Error::InvalidInput {
+            kind: InvalidInput::Malformed(Field::ProxyV2Tlv),
+            ..
+        })
+    ));
     // UNSPEC with an ALPN TLV, a NOOP and an unknown TLV kept raw.
     let tlvs = [
         &[0x01, 0, 2][..],

@@ -322,6 +322,19 @@ fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (Field, usize)> {
         (2, 1) => Command::Proxy,
         _ => return Err(bad_header),
     };
+    if command == Command::Local {
+        // "The receiver must accept this connection as valid and must use
+        // the real connection endpoints and discard the protocol block
+        // including the family (which is ignored)." Whatever the family,
+        // transport, addresses or TLVs say, a health check is a health
+        // check.
+        return Ok(ProxyHeader::new(
+            2,
+            command,
+            Transport::Unspecified,
+            Addresses::Unknown,
+        ));
+    }
     let transport = match header[13] & 0x0f {
         0 => Transport::Unspecified,
         1 => Transport::Stream,
@@ -338,9 +351,9 @@ fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (Field, usize)> {
     };
     let mut body = Reader::new(&header[16..]);
     let addresses = body.take(address_len).ok_or((Field::ProxyV2Address, 16))?;
-    let addresses = match (command, family) {
-        (Command::Local, _) | (_, 0) => Addresses::Unknown,
-        (_, 1 | 2) => inet(addresses),
+    let addresses = match family {
+        0 => Addresses::Unknown,
+        1 | 2 => inet(addresses),
         _ => Addresses::Unix {
             source: unix_path(&addresses[..108]),
             destination: unix_path(&addresses[108..]),
@@ -416,15 +429,18 @@ fn ssl(value: &[u8]) -> Option<Ssl> {
     };
     while !r.is_empty() {
         let kind = r.u8()?;
-        let value = text(r.block16()?.rest())?;
-        match kind {
-            0x21 => out.version = Some(value),
-            0x22 => out.common_name = Some(value),
-            0x23 => out.cipher = Some(value),
-            0x24 => out.sig_alg = Some(value),
-            0x25 => out.key_alg = Some(value),
-            _ => {}
-        }
+        let value = r.block16()?.rest();
+        // The text sub-TLVs must be text; any other (a newer, binary one)
+        // is skipped, as the spec asks of unknown TLVs.
+        let field = match kind {
+            0x21 => &mut out.version,
+            0x22 => &mut out.common_name,
+            0x23 => &mut out.cipher,
+            0x24 => &mut out.sig_alg,
+            0x25 => &mut out.key_alg,
+            _ => continue,
+        };
+        *field = Some(text(value)?);
     }
     Some(out)
 }
