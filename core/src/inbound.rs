@@ -38,7 +38,8 @@ pub trait Inbound {
     /// # Errors
     ///
     /// The state machine's typed, final error; the unconsumed bytes stay in
-    /// [`recv_buf`](Self::recv_buf).
+    /// [`recv_buf`](Self::recv_buf), except at the end of the stream, where
+    /// an incomplete frame's bytes come inside [`Error::Truncated`].
     fn poll_event(&mut self, now: Duration) -> Result<Option<Self::Event>, Error>;
 
     /// When to call [`poll_event`](Self::poll_event) again even if nothing

@@ -50,9 +50,21 @@ impl SessionConfig {
 
     /// The longest PROXY header read. Default
     /// [`proxy::DEFAULT_MAX_HEADER`].
-    pub fn proxy_max(mut self, bytes: usize) -> Self {
+    ///
+    /// # Errors
+    ///
+    /// [`Misuse::InvalidConfig`](crate::Misuse::InvalidConfig) below 16
+    /// bytes (a v2 header's fixed part), which no header fits.
+    pub fn proxy_max(mut self, bytes: usize) -> Result<Self, Error> {
+        if bytes < 16 {
+            return Err(Error::invalid_config(
+                "proxy_max",
+                bytes as u64,
+                "at least 16",
+            ));
+        }
         self.proxy_max = bytes;
-        self
+        Ok(self)
     }
 
     /// The receive buffer's configuration.
@@ -277,7 +289,14 @@ impl<T: Clone, D: Decoder> Session<T, D> {
                         let e = e.shifted(self.buf.offset());
                         return self.fail(e);
                     }
+                    // The stream ended inside what may have been a header:
+                    // if one was optional, these are the client's bytes.
+                    Sniff::NeedMore if self.eof && self.config.proxy == ProxyMode::Optional => {
+                        self.state = State::Sniff;
+                    }
                     Sniff::NeedMore if self.eof => return Ok(Some(self.close())),
+                    // No more can arrive to decide it.
+                    Sniff::NeedMore if self.buf.is_full() => return self.fail_full(),
                     Sniff::NeedMore => return Ok(None),
                 },
                 State::Sniff => {
@@ -289,6 +308,10 @@ impl<T: Clone, D: Decoder> Session<T, D> {
                             .route(self.buf.peek(), now.saturating_sub(started))
                     };
                     let Some(decision) = decision else {
+                        if self.buf.is_full() {
+                            // The router's budget is larger than the buffer.
+                            return self.fail_full();
+                        }
                         return Ok(None);
                     };
                     self.buf.advance(decision.consume)?;
@@ -350,5 +373,13 @@ impl<T: Clone, D: Decoder> Session<T, D> {
     fn fail<E>(&mut self, e: Error) -> Result<E, Error> {
         self.state = State::Failed(e.clone());
         Err(e)
+    }
+
+    /// The buffer is full and what it holds does not decide: as a decoder
+    /// in the same place, a final [`Limit::Buffer`](crate::Limit::Buffer)
+    /// error.
+    fn fail_full<E>(&mut self) -> Result<E, Error> {
+        let e = self.buf.over_limit(self.buf.len() as u64 + 1);
+        self.fail(e)
     }
 }

@@ -181,6 +181,66 @@ fn the_end_of_the_stream_inside_something_gives_its_bytes_back() {
     );
 }
 
+#[test]
+fn an_optional_header_cut_by_the_end_is_the_clients_bytes() {
+    // What could have started a PROXY header is routed and tunnelled, as
+    // without PROXY support.
+    for data in [&b"P"[..], b"PROX", b"\r\n", b"\r\n\r\n\0\r\nQ"] {
+        let off = drive(Session::tunnel(rules(), SessionConfig::default()), &[data]);
+        let optional = drive(Session::tunnel(rules(), optional_proxy()), &[data]);
+        assert_eq!(optional, off, "{data:?}");
+        assert!(matches!(optional.0[0], Event::Routed(_)));
+    }
+}
+
+#[test]
+fn a_buffer_too_small_to_decide_is_a_final_limit_error() {
+    let small = cleave::RecvBufConfig::default().max_buffered(64).unwrap();
+    let buffer_full = |error: &Option<Error>| {
+        matches!(
+            error,
+            Some(Error::LimitExceeded {
+                limit: cleave::Limit::Buffer,
+                max: 64,
+                attempted: 65,
+                offset: 0
+            })
+        )
+    };
+    // A valid 104-byte PROXY v1 header does not fit in 64 bytes.
+    let header = b"PROXY TCP6 ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff 65535 65535\r\n";
+    let config = SessionConfig::default()
+        .proxy(ProxyMode::Required)
+        .recv_buf(small);
+    let mut session = Session::tunnel(rules(), config);
+    session.feed(&header[..64]).unwrap();
+    let error = session.poll_event(Duration::ZERO).err();
+    assert!(buffer_full(&error), "{error:?}");
+    assert!(session.is_closed());
+    assert_eq!(session.poll_event(Duration::ZERO).err(), error, "final");
+    assert_eq!(session.recv_buf().len(), 64, "the bytes stay");
+
+    // The router's budget is larger than the buffer: an HTTP head that
+    // does not end within 64 bytes.
+    let config = SessionConfig::default().recv_buf(small);
+    let mut session = Session::tunnel(rules(), config);
+    session.feed(&[b'G'; 64]).unwrap();
+    let error = session.poll_event(Duration::ZERO).err();
+    assert!(buffer_full(&error), "{error:?}");
+}
+
+#[test]
+fn a_proxy_budget_no_header_fits_is_refused() {
+    assert!(matches!(
+        SessionConfig::default().proxy_max(15),
+        Err(Error::Misuse(cleave::Misuse::InvalidConfig {
+            setting: "proxy_max",
+            ..
+        }))
+    ));
+    assert!(SessionConfig::default().proxy_max(16).is_ok());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
@@ -210,7 +270,10 @@ proptest! {
         if cut {
             input.truncate(input.len() / 2);
         }
-        let session = || Session::framed(rules(), Lines::new(), |l: &Bytes| &l[..] == b"TUNNEL", optional_proxy());
+        // Lines keep their `\r`, so each frame's framing is one byte (a
+        // PROXY header cut by the end is lines too: the client's bytes).
+        let lines = Lines::with_config(cleave::LinesConfig::default().strip_cr(false));
+        let session = || Session::framed(rules(), lines.clone(), |l: &Bytes| &l[..] == b"TUNNEL", optional_proxy());
         let (whole, whole_error) = drive(session(), &[&input]);
         let (bytewise, bytewise_error) = drive(session(), &pieces(&input, &[1]));
         let (cut_up, cut_error) = drive(session(), &pieces(&input, &sizes));

@@ -216,3 +216,21 @@ fn extreme_limits_do_not_panic_or_reserve_up_front() {
     let n = queue.chunks(&mut slices);
     assert_eq!(slices[..n].concat(), b"pingx");
 }
+
+#[test]
+fn configuration_out_of_range_is_a_typed_error() {
+    let refused = |r: Result<WriteQueueConfig, Error>, name: &str| {
+        assert!(
+            matches!(r, Err(Error::Misuse(cleave::Misuse::InvalidConfig { setting, .. })) if setting == name),
+            "{name}"
+        );
+    };
+    refused(WriteQueueConfig::default().piece_size(0), "piece_size");
+    refused(WriteQueueConfig::default().max_items(0), "max_items");
+    refused(WriteQueueConfig::default().max_bytes(0), "max_bytes");
+    refused(WriteQueueConfig::default().max_slices(0), "max_slices");
+    // One IoSlice holds at most 4 GiB - 1 on Windows: "no limit" is that.
+    let max = cleave::write::MAX_PIECE_SIZE;
+    let unlimited = WriteQueueConfig::default().piece_size(usize::MAX).unwrap();
+    assert_eq!(unlimited.piece_size_len(), max);
+}

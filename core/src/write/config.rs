@@ -35,6 +35,10 @@ pub const DEFAULT_COALESCE_LIMIT: usize = 16 * 1024;
 /// huge write is handed out, written and released in pieces.
 pub const DEFAULT_PIECE_SIZE: usize = 64 * 1024;
 
+/// The largest [`WriteQueueConfig::piece_size`]: 4 GiB - 1, what one
+/// `IoSlice` may hold on every platform (Windows' is a `u32` length).
+pub const MAX_PIECE_SIZE: usize = u32::MAX as usize;
+
 /// Default [`WriteQueueConfig::max_slices`]: 64 `iovec`s per drain.
 ///
 /// Well under Linux's `IOV_MAX` (1024), and enough to carry the coalesced
@@ -178,8 +182,10 @@ impl WriteQueueConfig {
     /// # Errors
     ///
     /// [`Misuse::InvalidConfig`](crate::Misuse::InvalidConfig) if zero.
+    /// Above [`MAX_PIECE_SIZE`] (what one `IoSlice` holds on every
+    /// platform: Windows' takes at most 4 GiB - 1) it is taken as that.
     pub fn piece_size(mut self, len: usize) -> Result<Self, Error> {
-        self.piece_size = at_least_one("piece_size", len)?;
+        self.piece_size = at_least_one("piece_size", len)?.min(MAX_PIECE_SIZE);
         Ok(self)
     }
 
