@@ -189,35 +189,40 @@ fn head_of(request: &httparse::Request<'_, '_>, head: &[u8]) -> Result<RequestHe
         at: part.as_ptr() as usize - head.as_ptr() as usize,
         len: part.len(),
     };
-    let header = |name: &str| {
-        let value = request
-            .headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))?
-            .value
-            .trim_ascii();
-        core::str::from_utf8(value).ok().map(|_| span(value))
-    };
+    let text = |value: &[u8]| core::str::from_utf8(value).ok().map(|_| span(value));
+
+    // One pass over the headers; the names' lengths sort them first.
+    let (mut host, mut upgrade, mut connection) = (None, None, None);
+    for h in request.headers.iter() {
+        let name = h.name.as_bytes();
+        let value = h.value.trim_ascii();
+        match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => {
+                if host.is_some() {
+                    return Err(span(value).at); // servers disagree on which counts
+                }
+                host = Some(value);
+            }
+            7 if upgrade.is_none() && name.eq_ignore_ascii_case(b"upgrade") => {
+                upgrade = text(value)
+            }
+            10 if connection.is_none() && name.eq_ignore_ascii_case(b"connection") => {
+                connection = text(value);
+            }
+            _ => {}
+        }
+    }
     let path = request.path.unwrap_or_default();
     let method = request.method.unwrap_or_default();
 
-    // The Host: once at most, a host[:port], and the target's authority
-    // when the target names one.
-    let mut hosts = request
-        .headers
-        .iter()
-        .filter(|h| h.name.eq_ignore_ascii_case("host"))
-        .map(|h| h.value.trim_ascii());
-    let host = hosts.next();
-    if let Some(second) = hosts.next() {
-        return Err(span(second).at);
-    }
+    // The Host: a host[:port], and the target's authority when the target
+    // names one.
     if let Some(value) = host {
         if !is_host(value) {
             return Err(span(value).at);
         }
     }
-    let authority = if method.eq_ignore_ascii_case("CONNECT") {
+    let authority = if method == "CONNECT" {
         Some(path.as_bytes())
     } else {
         absolute_authority(path.as_bytes())
@@ -237,13 +242,17 @@ fn head_of(request: &httparse::Request<'_, '_>, head: &[u8]) -> Result<RequestHe
         path: span(path.as_bytes()),
         version: request.version.unwrap_or_default(),
         host: host.map(span),
-        upgrade: header("upgrade"),
-        connection: header("connection"),
+        upgrade,
+        connection,
     })
 }
 
-/// The authority of an absolute-form target (`scheme://authority/...`).
+/// The authority of an absolute-form target (`scheme://authority/...`);
+/// `None` for the origin form (`/path`) and `*`.
 fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
+    if matches!(target.first(), None | Some(b'/' | b'*')) {
+        return None;
+    }
     let at = target.windows(3).position(|w| w == b"://")?;
     let scheme = &target[..at];
     if scheme.is_empty()
@@ -261,34 +270,52 @@ fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
     Some(&rest[..end])
 }
 
+/// The bytes a host name (or IPv4 address) may hold: visible ASCII but
+/// `@ / ? # [ ] : \`.
+static NAME_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b: u8 = 0x21;
+    while b < 0x7f {
+        table[b as usize] = !matches!(b, b'@' | b'/' | b'?' | b'#' | b'[' | b']' | b':' | b'\\');
+        b += 1;
+    }
+    table
+};
+
 /// Whether `value` is a `host[:port]` (RFC 9110, section 7.2): an IPv6
 /// literal in brackets or a name or IPv4 address without `:`, `@`, `/`,
 /// brackets or spaces, then an optional `:` and digits. Empty is allowed
 /// (a target without an authority).
 fn is_host(value: &[u8]) -> bool {
-    let (name_ok, port) = match value.strip_prefix(b"[") {
-        Some(literal) => match literal.iter().position(|&b| b == b']') {
-            Some(end) => (
-                literal[..end]
-                    .iter()
-                    .all(|b| b.is_ascii_hexdigit() || b":.".contains(b)),
-                &literal[end + 1..],
-            ),
-            None => return false,
-        },
-        None => {
-            let end = value.iter().position(|&b| b == b':').unwrap_or(value.len());
-            let name = &value[..end];
-            let plain = |b: &u8| b.is_ascii_graphic() && !b"@/?#[]:\\".contains(b);
-            (name.iter().all(plain), &value[end..])
+    if value.first() == Some(&b'[') {
+        return is_ip_literal_host(value);
+    }
+    for (i, &b) in value.iter().enumerate() {
+        if b == b':' {
+            return is_port(&value[i..]);
         }
+        if !NAME_BYTE[usize::from(b)] {
+            return false;
+        }
+    }
+    true
+}
+
+/// `[v6]` or `[v6]:port`.
+#[cold]
+fn is_ip_literal_host(value: &[u8]) -> bool {
+    let Some(end) = value.iter().position(|&b| b == b']') else {
+        return false;
     };
-    let port_ok = match port.split_first() {
-        None => true,
-        Some((b':', digits)) => digits.iter().all(u8::is_ascii_digit),
-        Some(_) => false,
-    };
-    name_ok && port_ok
+    value[1..end]
+        .iter()
+        .all(|b| b.is_ascii_hexdigit() || b":.".contains(b))
+        && (end + 1 == value.len() || is_port(&value[end + 1..]))
+}
+
+/// `:` and digits (maybe none).
+fn is_port(value: &[u8]) -> bool {
+    value.first() == Some(&b':') && value[1..].iter().all(u8::is_ascii_digit)
 }
 
 /// A decoder of request heads, for a [`Session`](crate::Session) that
