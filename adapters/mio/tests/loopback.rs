@@ -277,6 +277,12 @@ fn pair() -> (TcpStream, std::net::TcpStream) {
     (TcpStream::from_std(server), client)
 }
 
+/// HTTP to "web", anything else to "fallback", deciding within `delay`.
+fn http_or_fallback(delay: Duration) -> Router<&'static str> {
+    Router::with_config("fallback", RouterConfig::default().inspect_delay(delay))
+        .rule(Match::Http, "web")
+}
+
 /// Drives `conn` until `done` says so, collecting the events.
 fn drive<P: cleave::Inbound>(
     poll: &mut Poll,
@@ -384,11 +390,7 @@ fn a_silent_client_is_routed_by_the_fallback_at_the_deadline() {
     let mut poll = Poll::new().unwrap();
     let (server, mut client) = pair();
     client.write_all(b"GET / HT").unwrap(); // and then nothing
-    let router = Router::with_config(
-        "fallback",
-        RouterConfig::default().inspect_delay(Duration::from_millis(50)),
-    )
-    .rule(Match::Http, "web");
+    let router = http_or_fallback(Duration::from_millis(50));
     let mut conn = Conn::new(server, Session::tunnel(router, SessionConfig::default()));
     let mut out = Vec::new();
     let started = conn.started();
@@ -413,11 +415,7 @@ fn a_silent_client_is_routed_by_the_fallback_at_the_deadline() {
 fn a_client_that_sends_nothing_is_still_routed_at_the_deadline() {
     let mut poll = Poll::new().unwrap();
     let (server, _client) = pair(); // connects, then never writes
-    let router = Router::with_config(
-        "fallback",
-        RouterConfig::default().inspect_delay(Duration::from_millis(50)),
-    )
-    .rule(Match::Http, "web");
+    let router = http_or_fallback(Duration::from_millis(50));
     let mut conn = Conn::new(server, Session::tunnel(router, SessionConfig::default()));
     let started = conn.started();
     let mut out = Vec::new();
@@ -441,11 +439,7 @@ fn a_client_that_sends_nothing_is_still_routed_at_the_deadline() {
 fn an_inspect_delay_past_what_instant_holds_means_no_deadline() {
     let (server, mut client) = pair();
     client.write_all(b"GET / HT").unwrap();
-    let router = Router::with_config(
-        "fallback",
-        RouterConfig::default().inspect_delay(Duration::MAX),
-    )
-    .rule(Match::Http, "web");
+    let router = http_or_fallback(Duration::MAX);
     let mut conn = Conn::new(server, Session::tunnel(router, SessionConfig::default()));
     let mut out = Vec::new();
     conn.on_deadline(&mut out).unwrap();

@@ -354,6 +354,13 @@ impl WriteHandle {
             .take()
     }
 
+    /// The `Sink`'s kept item, through `&mut self`: no locking.
+    fn pending_mut(&mut self) -> &mut Option<Bytes> {
+        self.pending
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Sends the `Sink`'s item that did not fit yet, if any.
     async fn send_pending(&self) -> Result<(), WriteError> {
         if let Some(bytes) = self.take_pending() {
@@ -596,10 +603,7 @@ impl Sink<Bytes> for WriteHandle {
     /// Ready when the item sent last has found room in the queue.
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
         let this = self.get_mut();
-        let pending = this
-            .pending
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let pending = this.pending_mut();
         if pending.is_none() {
             return match &lock(&this.shared).failed {
                 Some(e) => Poll::Ready(Err(e.clone())),
@@ -614,10 +618,7 @@ impl Sink<Bytes> for WriteHandle {
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => {
-                *this
-                    .pending
-                    .get_mut()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = item;
+                *this.pending_mut() = item;
                 Poll::Pending
             }
         }
@@ -641,10 +642,7 @@ impl Sink<Bytes> for WriteHandle {
             Err(rejected) => {
                 drop(shared);
                 // Full: keep it; the next poll_ready or poll_flush sends it.
-                *this
-                    .pending
-                    .get_mut()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(rejected.into_value());
+                *this.pending_mut() = Some(rejected.into_value());
                 Ok(())
             }
         }
