@@ -192,11 +192,42 @@ pub struct Decision<T> {
     pub consume: usize,
 }
 
-/// The sniffers' answers for one look at the bytes, each computed once.
-#[derive(Default)]
-struct Answers {
-    tls: Option<Sniff<ClientHello>>,
-    http: Option<Sniff<RequestHead>>,
+/// What one connection's routing remembers between looks at its first
+/// bytes, so that each look costs only the bytes that arrived since the
+/// last: the sniffers' progress and answers, and the rules already ruled
+/// out. Give [`Router::route_with`] the same one on every call for a
+/// connection, with the connection's first bytes so far.
+#[derive(Clone, Debug, Default)]
+pub struct RouteState {
+    tls: tls::Sniffer,
+    http: http::Sniffer,
+    /// Rules (the first 64) whose answer is a final "no".
+    ruled_out: u64,
+    /// Prefix bytes compared.
+    compared: u64,
+}
+
+impl RouteState {
+    /// A state for a connection that has sent nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes the sniffers have looked at so far, over every look: a
+    /// measure of the routing's work, linear in the bytes received
+    /// whatever their pieces.
+    pub fn examined(&self) -> u64 {
+        self.compared + self.tls.examined() + self.http.examined()
+    }
+
+    /// What a sniffer met that was malformed; a stream is either a
+    /// ClientHello or an HTTP head, so at most one has something to say.
+    fn malformed(&self) -> Option<Error> {
+        match (self.tls.answer(), self.http.answer()) {
+            (Sniff::Invalid(e), _) | (_, Sniff::Invalid(e)) => Some(e.clone()),
+            _ => None,
+        }
+    }
 }
 
 enum Verdict {
@@ -268,7 +299,47 @@ impl<T: Clone> Router<T> {
     /// Decides for the connection whose first bytes are `data`, `elapsed`
     /// after it began; `None` means "wait for more bytes (or for the
     /// deadline)".
+    ///
+    /// Each call looks at `data` from its start: for a connection whose
+    /// bytes arrive in pieces, [`route_with`](Self::route_with) gives the
+    /// same answers and looks at each byte once.
+    #[must_use]
     pub fn route(&self, data: &[u8], elapsed: Duration) -> Option<Decision<T>> {
+        self.route_with(&mut RouteState::new(), data, elapsed)
+    }
+
+    /// As [`route`](Self::route), resuming from what `state` remembers of
+    /// the earlier calls for this connection, so that sniffing costs work
+    /// linear in the bytes received however they are cut: a ClientHello
+    /// in one-byte records or a head trickled a byte at a time is not
+    /// parsed again from its start at every call.
+    ///
+    /// `data` must be the connection's first bytes so far: each call's
+    /// extends the last one's. The answers are those of `route` on the
+    /// same bytes.
+    ///
+    /// ```
+    /// use cleave::route::{HostPattern, Match, RouteState, Router};
+    /// use core::time::Duration;
+    ///
+    /// let router = Router::new("default").rule(Match::HttpHost(HostPattern::new("example.com")), "web");
+    /// let head = b"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
+    /// let mut state = RouteState::new();
+    /// let mut decision = None;
+    /// for end in 1..=head.len() {
+    ///     decision = router.route_with(&mut state, &head[..end], Duration::ZERO);
+    ///     assert_eq!(decision.is_some(), end == head.len());
+    /// }
+    /// assert_eq!(decision.map(|d| d.target), Some("web"));
+    /// assert!(state.examined() < 5 * head.len() as u64);
+    /// ```
+    #[must_use]
+    pub fn route_with(
+        &self,
+        state: &mut RouteState,
+        data: &[u8],
+        elapsed: Duration,
+    ) -> Option<Decision<T>> {
         let forced = if data.len() >= self.config.budget {
             Some(Reason::BudgetSpent)
         } else if elapsed >= self.config.inspect_delay {
@@ -276,29 +347,45 @@ impl<T: Clone> Router<T> {
         } else {
             None
         };
-        self.decide(data, forced)
+        self.decide(state, data, forced)
     }
 
     /// Decides for a connection whose stream ended after `data`: rules that
     /// cannot tell count as not matching.
+    #[must_use]
     pub fn route_at_end(&self, data: &[u8]) -> Decision<T> {
+        self.route_at_end_with(&mut RouteState::new(), data)
+    }
+
+    /// As [`route_at_end`](Self::route_at_end), resuming from `state` (see
+    /// [`route_with`](Self::route_with)).
+    #[must_use]
+    pub fn route_at_end_with(&self, state: &mut RouteState, data: &[u8]) -> Decision<T> {
         let forced = if data.len() >= self.config.budget {
             Reason::BudgetSpent
         } else {
             Reason::EndOfStream
         };
-        match self.decide(data, Some(forced)) {
+        match self.decide(state, data, Some(forced)) {
             Some(decision) => decision,
-            None => self.fallback(Reason::EndOfStream, &mut Answers::default()),
+            None => self.fallback(Reason::EndOfStream, state),
         }
     }
 
-    fn decide(&self, data: &[u8], forced: Option<Reason>) -> Option<Decision<T>> {
+    fn decide(
+        &self,
+        state: &mut RouteState,
+        data: &[u8],
+        forced: Option<Reason>,
+    ) -> Option<Decision<T>> {
         let window = &data[..data.len().min(self.config.budget)];
-        let mut answers = Answers::default();
         let mut waited = false;
         for (i, (when, target)) in self.rules.iter().enumerate() {
-            match self.verdict(when, window, &mut answers) {
+            let bit = u32::try_from(i).map_or(0, |i| 1u64.checked_shl(i).unwrap_or(0));
+            if state.ruled_out & bit != 0 {
+                continue;
+            }
+            match self.verdict(when, window, state) {
                 Verdict::Yes(facts) => {
                     let consume = match when {
                         Match::PrefixConsumed(prefix) => prefix.len(),
@@ -309,11 +396,12 @@ impl<T: Clone> Router<T> {
                         rule: Some(i),
                         reason: Reason::Matched,
                         facts,
-                        malformed: answers.malformed(),
+                        malformed: state.malformed(),
                         consume,
                     });
                 }
-                Verdict::No => {}
+                // A sniffer's "no" is final: the rule is not asked again.
+                Verdict::No => state.ruled_out |= bit,
                 Verdict::Wait if forced.is_some() => waited = true,
                 Verdict::Wait => return None,
             }
@@ -322,13 +410,13 @@ impl<T: Clone> Router<T> {
             Some(reason) if waited => reason,
             _ => Reason::NoRuleMatched,
         };
-        Some(self.fallback(reason, &mut answers))
+        Some(self.fallback(reason, state))
     }
 
-    fn fallback(&self, reason: Reason, answers: &mut Answers) -> Decision<T> {
-        let facts = match (&answers.tls, &answers.http) {
-            (Some(Sniff::Match { facts, .. }), _) => Facts::Tls(facts.clone()),
-            (_, Some(Sniff::Match { facts, .. })) => Facts::Http(facts.clone()),
+    fn fallback(&self, reason: Reason, state: &RouteState) -> Decision<T> {
+        let facts = match (state.tls.answer(), state.http.answer()) {
+            (Sniff::Match { facts, .. }, _) => Facts::Tls(facts.clone()),
+            (_, Sniff::Match { facts, .. }) => Facts::Http(facts.clone()),
             _ => Facts::None,
         };
         Decision {
@@ -336,18 +424,16 @@ impl<T: Clone> Router<T> {
             rule: None,
             reason,
             facts,
-            malformed: answers.malformed(),
+            malformed: state.malformed(),
             consume: 0,
         }
     }
 
-    fn verdict(&self, when: &Match, window: &[u8], answers: &mut Answers) -> Verdict {
+    fn verdict(&self, when: &Match, window: &[u8], state: &mut RouteState) -> Verdict {
         let config = &self.config;
         match when {
             Match::Tls | Match::TlsServerName(_) | Match::TlsAlpn(_) => {
-                let answer = answers
-                    .tls
-                    .get_or_insert_with(|| tls::sniff(window, config.budget));
+                let answer = state.tls.sniff(window, config.budget);
                 verdict_of(answer, |hello| match when {
                     Match::TlsServerName(pattern) => hello
                         .server_name
@@ -359,9 +445,9 @@ impl<T: Clone> Router<T> {
                 .map_yes(|| answer_facts(answer, Facts::Tls))
             }
             Match::Http | Match::HttpHost(_) | Match::HttpUpgrade(_) => {
-                let answer = answers.http.get_or_insert_with(|| {
-                    http::sniff(window, config.max_head, config.max_headers)
-                });
+                let answer = state
+                    .http
+                    .sniff(window, config.max_head, config.max_headers);
                 verdict_of(answer, |head| match when {
                     Match::HttpHost(pattern) => {
                         head.host_name().is_some_and(|name| pattern.matches(&name))
@@ -377,6 +463,7 @@ impl<T: Clone> Router<T> {
                 .map_yes(|| answer_facts(answer, Facts::Http))
             }
             Match::Prefix(bytes) | Match::PrefixConsumed(bytes) => {
+                state.compared += window.len().min(bytes.len()) as u64;
                 match prefix::sniff(window, bytes) {
                     Sniff::Match { .. } => Verdict::Yes(Facts::Prefix),
                     Sniff::NeedMore => Verdict::Wait,
@@ -407,20 +494,6 @@ impl Verdict {
             Self::Yes(_) => Self::Yes(facts()),
             other => other,
         }
-    }
-}
-
-impl Answers {
-    fn malformed(&self) -> Option<Error> {
-        let tls = match &self.tls {
-            Some(Sniff::Invalid(e)) => Some(e.clone()),
-            _ => None,
-        };
-        let http = match &self.http {
-            Some(Sniff::Invalid(e)) => Some(e.clone()),
-            _ => None,
-        };
-        tls.or(http)
     }
 }
 

@@ -1,13 +1,14 @@
 //! [`Session`]: one connection's state machine, from its first byte to a
 //! tunnel or its end.
 
+use alloc::boxed::Box;
 use bytes::Bytes;
 use core::time::Duration;
 
 use crate::decoder::Decoder;
 use crate::error::{Error, Field, InvalidInput};
 use crate::recv_buf::{RecvBuf, RecvBufConfig};
-use crate::route::{Decision, Router};
+use crate::route::{Decision, RouteState, Router};
 use crate::sniff::proxy::{self, ProxyHeader};
 use crate::sniff::Sniff;
 
@@ -185,9 +186,27 @@ pub struct Session<T, D: Decoder = NoFrames> {
     state: State,
     router: Router<T>,
     framing: Option<Framing<D>>,
+    /// What the PROXY sniffer and the router remember between looks, while
+    /// the session reads the first bytes; boxed, and dropped once routed.
+    sniffing: Option<Box<Sniffing>>,
+    /// Bytes the sniffers looked at (see [`Session::examined`]).
+    examined: u64,
     started: Option<Duration>,
     eof: bool,
     config: SessionConfig,
+}
+
+/// The sniffers' progress over a session's first bytes.
+#[derive(Debug, Default)]
+struct Sniffing {
+    proxy: proxy::Sniffer,
+    route: RouteState,
+}
+
+impl Sniffing {
+    fn examined(&self) -> u64 {
+        self.proxy.examined() + self.route.examined()
+    }
 }
 
 impl<T: Clone> Session<T> {
@@ -219,6 +238,8 @@ impl<T: Clone, D: Decoder> Session<T, D> {
             },
             router,
             framing,
+            sniffing: None,
+            examined: 0,
             started: None,
             eof: false,
             config,
@@ -261,6 +282,21 @@ impl<T: Clone, D: Decoder> Session<T, D> {
         }
     }
 
+    /// Bytes the PROXY sniffer and the router's sniffers have looked at so
+    /// far: a measure of the work spent on the first bytes, linear in the
+    /// bytes received whatever the size of the reads (each byte is looked
+    /// at a small, bounded number of times).
+    pub fn examined(&self) -> u64 {
+        self.examined + self.sniffing.as_ref().map_or(0, |s| s.examined())
+    }
+
+    /// Routing is over: the sniffers' state goes, its count stays.
+    fn done_sniffing(&mut self) {
+        if let Some(sniffing) = self.sniffing.take() {
+            self.examined += sniffing.examined();
+        }
+    }
+
     /// The next event, or `Ok(None)` when the session needs more bytes (or
     /// the deadline). `now` is the caller's clock; only differences matter.
     ///
@@ -270,9 +306,11 @@ impl<T: Clone, D: Decoder> Session<T, D> {
     pub fn poll_event(&mut self, now: Duration) -> Result<Option<Event<T, D::Item>>, Error> {
         loop {
             match &self.state {
-                State::Proxy => match proxy::sniff(self.buf.peek(), self.config.proxy_max) {
+                State::Proxy => match self.sniff_proxy() {
                     Sniff::Match { facts, len } => {
                         self.buf.advance(len)?;
+                        // The router's bytes start after the header.
+                        self.done_sniffing();
                         self.state = State::Sniff;
                         return Ok(Some(Event::Proxy { header: facts, len }));
                     }
@@ -301,11 +339,13 @@ impl<T: Clone, D: Decoder> Session<T, D> {
                 },
                 State::Sniff => {
                     let started = *self.started.get_or_insert(now);
+                    let elapsed = now.saturating_sub(started);
+                    let sniffing = self.sniffing.get_or_insert_with(Box::default);
+                    let data = self.buf.peek();
                     let decision = if self.eof {
-                        Some(self.router.route_at_end(self.buf.peek()))
+                        Some(self.router.route_at_end_with(&mut sniffing.route, data))
                     } else {
-                        self.router
-                            .route(self.buf.peek(), now.saturating_sub(started))
+                        self.router.route_with(&mut sniffing.route, data, elapsed)
                     };
                     let Some(decision) = decision else {
                         if self.buf.is_full() {
@@ -314,6 +354,7 @@ impl<T: Clone, D: Decoder> Session<T, D> {
                         }
                         return Ok(None);
                     };
+                    self.done_sniffing();
                     self.buf.advance(decision.consume)?;
                     self.state = match self.framing {
                         Some(_) => State::Framed,
@@ -336,6 +377,14 @@ impl<T: Clone, D: Decoder> Session<T, D> {
                 State::Failed(e) => return Err(e.clone()),
             }
         }
+    }
+
+    /// The PROXY sniffer's answer for the bytes so far.
+    fn sniff_proxy(&mut self) -> Sniff<ProxyHeader> {
+        let max = self.config.proxy_max;
+        let data = self.buf.peek();
+        let sniffing = self.sniffing.get_or_insert_with(Box::default);
+        sniffing.proxy.sniff(data, max).clone()
     }
 
     fn poll_frame(&mut self) -> Result<Option<Event<T, D::Item>>, Error> {
@@ -366,11 +415,13 @@ impl<T: Clone, D: Decoder> Session<T, D> {
     }
 
     fn close(&mut self) -> Event<T, D::Item> {
+        self.done_sniffing();
         self.state = State::Closed;
         Event::Closed(self.buf.take_tail())
     }
 
     fn fail<E>(&mut self, e: Error) -> Result<E, Error> {
+        self.done_sniffing();
         self.state = State::Failed(e.clone());
         Err(e)
     }

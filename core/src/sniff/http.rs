@@ -126,6 +126,14 @@ impl RequestHead {
 /// authority of an absolute-form or CONNECT target (routing on it could
 /// send the request to one backend while the target names another).
 ///
+/// A line is judged once it is whole (its `\n` has arrived), the request
+/// line and each header line on its own with httparse, and the whole head
+/// again with httparse once its empty line arrives: so a stream that is not
+/// HTTP is refused at the end of its first line, or at once on a byte no
+/// head may hold (a control character, a `\r` not before `\n`). A
+/// [`Sniffer`] gives the same answers for a connection whose bytes arrive
+/// in pieces, looking at each byte a bounded number of times.
+///
 /// ```
 /// use cleave::sniff::{http, Sniff};
 ///
@@ -141,35 +149,204 @@ impl RequestHead {
 /// }
 /// ```
 pub fn sniff(data: &[u8], max_len: usize, max_headers: usize) -> Sniff<RequestHead> {
-    if data.is_empty() {
-        return Sniff::NeedMore;
+    let mut sniffer = Sniffer::new();
+    sniffer.sniff(data, max_len, max_headers);
+    sniffer.answer
+}
+
+/// The bytes no request head may hold anywhere: control characters but
+/// `\t`, `\r` and `\n`, and DEL. httparse refuses each of them wherever
+/// it stands (token, target, version, header name or value).
+static NEVER_IN_HEAD: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b < 0x20 && !matches!(b, 0x09 | 0x0a | 0x0d)) || b == 0x7f;
+        b += 1;
     }
-    if !data[0].is_ascii_uppercase() {
-        return Sniff::NoMatch;
+    table
+};
+
+/// The HTTP sniffer for one connection, resumable: each call looks only at
+/// the bytes that arrived since the last one, so a head trickled a byte at
+/// a time costs linear work, not quadratic.
+///
+/// Give it the connection's first bytes so far on every call (each call's
+/// `data` extends the last one's) with the same limits; its answers are
+/// those of [`sniff`] on the same bytes. `data` shorter than last time
+/// starts it over.
+///
+/// ```
+/// use cleave::sniff::{http, Sniff};
+///
+/// let head = b"GET / HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n";
+/// let mut sniffer = http::Sniffer::new();
+/// for end in 1..head.len() {
+///     let answer = sniffer.sniff(&head[..end], http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS);
+///     assert_eq!(answer, &Sniff::NeedMore);
+/// }
+/// let answer = sniffer.sniff(head, http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS);
+/// assert_eq!(answer.facts().and_then(|f| f.host()), Some("example.com"));
+/// assert!(sniffer.examined() < 5 * head.len() as u64);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Sniffer {
+    /// Bytes of the window scanned for line ends and bytes no head holds.
+    scanned: usize,
+    /// Where the line being scanned starts.
+    line: usize,
+    /// Lines judged so far: the request line, then header lines.
+    lines: usize,
+    /// The longest `data` seen.
+    seen: usize,
+    examined: u64,
+    answer: Sniff<RequestHead>,
+}
+
+impl Default for Sniffer {
+    fn default() -> Self {
+        Self::new()
     }
-    let window = &data[..data.len().min(max_len)];
-    // Uninitialised header slots: nothing to clear before each parse.
-    let mut headers = [MaybeUninit::uninit(); MAX_HEADERS];
-    let mut request = httparse::Request::new(&mut []);
-    let parsed =
-        request.parse_with_uninit_headers(window, &mut headers[..max_headers.min(MAX_HEADERS)]);
-    match parsed {
-        Ok(httparse::Status::Complete(len)) => match head_of(&request, &window[..len]) {
-            Ok(facts) => Sniff::Match { facts, len },
-            Err(at) => Sniff::Invalid(Error::InvalidInput {
-                kind: InvalidInput::Malformed(Field::HttpHost),
-                offset: at as u64,
-            }),
-        },
-        Ok(httparse::Status::Partial) if window.len() < max_len => Sniff::NeedMore,
-        Ok(httparse::Status::Partial) => over_budget(max_len, max_len as u64 + 1),
-        Err(httparse::Error::TooManyHeaders) => over_budget(max_headers, max_headers as u64 + 1),
-        // Bytes httparse refuses are not (well-formed) HTTP: another
-        // protocol that starts with capitals (`SSH-2.0-...`, `PROXY ...`)
-        // or a broken request; either way this sniffer does not match.
-        // httparse refuses at the first offending byte, so the answer does
-        // not depend on how the bytes arrived.
-        Err(_) => Sniff::NoMatch,
+}
+
+impl Sniffer {
+    /// A sniffer that has seen nothing.
+    pub fn new() -> Self {
+        Self {
+            scanned: 0,
+            line: 0,
+            lines: 0,
+            seen: 0,
+            examined: 0,
+            answer: Sniff::NeedMore,
+        }
+    }
+
+    /// The answer for `data`, the connection's first bytes so far: as
+    /// [`sniff`]`(data, max_len, max_headers)`, once final kept.
+    pub fn sniff(
+        &mut self,
+        data: &[u8],
+        max_len: usize,
+        max_headers: usize,
+    ) -> &Sniff<RequestHead> {
+        if data.len() < self.seen {
+            *self = Self::new();
+        }
+        self.seen = data.len();
+        if self.answer.is_need_more() {
+            self.answer = self.step(data, max_len, max_headers);
+        }
+        &self.answer
+    }
+
+    /// The last answer given (need more before the first call).
+    pub fn answer(&self) -> &Sniff<RequestHead> {
+        &self.answer
+    }
+
+    /// Bytes looked at so far (scanned, each line parsed once, the whole
+    /// head parsed and copied once): a measure of the work done, linear in
+    /// the input whatever its pieces.
+    pub fn examined(&self) -> u64 {
+        self.examined
+    }
+
+    fn step(&mut self, data: &[u8], max_len: usize, max_headers: usize) -> Sniff<RequestHead> {
+        match data.first() {
+            None => return Sniff::NeedMore,
+            Some(b) if !b.is_ascii_uppercase() => return Sniff::NoMatch,
+            Some(_) => {}
+        }
+        let max_headers = max_headers.min(MAX_HEADERS);
+        let window = &data[..data.len().min(max_len)];
+        while self.scanned < window.len() {
+            let at = self.scanned;
+            let b = window[at];
+            self.examined += 1;
+            if NEVER_IN_HEAD[usize::from(b)] {
+                return Sniff::NoMatch;
+            }
+            if b == b'\r' {
+                match window.get(at + 1) {
+                    None => break, // judged when the next byte comes
+                    Some(b'\n') => {}
+                    Some(_) => return Sniff::NoMatch,
+                }
+            }
+            self.scanned = at + 1;
+            if b == b'\n' {
+                let line = &window[self.line..at + 1];
+                self.line = at + 1;
+                if let Some(answer) = self.judge_line(window, line, max_headers) {
+                    return answer;
+                }
+            }
+        }
+        if window.len() < max_len {
+            Sniff::NeedMore
+        } else {
+            over_budget(max_len, max_len as u64 + 1)
+        }
+    }
+
+    /// Judges one whole line (`\n` included): `Some` with the final answer
+    /// when it decides, `None` to go on.
+    fn judge_line(
+        &mut self,
+        window: &[u8],
+        line: &[u8],
+        max_headers: usize,
+    ) -> Option<Sniff<RequestHead>> {
+        self.examined += line.len() as u64;
+        let first = self.lines == 0;
+        self.lines += 1;
+        if first {
+            // The request line alone: httparse says "partial" when it is
+            // well formed.
+            let mut request = httparse::Request::new(&mut []);
+            return match request.parse(line) {
+                Ok(httparse::Status::Partial) => None,
+                _ => Some(Sniff::NoMatch),
+            };
+        }
+        if matches!(line, b"\n" | b"\r\n") {
+            // The empty line: the head is whole; parse it all, once.
+            return Some(self.parse_head(&window[..self.line], max_headers));
+        }
+        if self.lines - 1 > max_headers {
+            return Some(over_budget(max_headers, max_headers as u64 + 1));
+        }
+        let mut header = [httparse::EMPTY_HEADER; 1];
+        match httparse::parse_headers(line, &mut header) {
+            Ok(httparse::Status::Partial) => None,
+            _ => Some(Sniff::NoMatch),
+        }
+    }
+
+    /// The whole head, as httparse reads it.
+    fn parse_head(&mut self, head: &[u8], max_headers: usize) -> Sniff<RequestHead> {
+        self.examined += 2 * head.len() as u64; // parsed, then copied
+                                                // Uninitialised header slots: nothing to clear before the parse.
+        let mut headers = [MaybeUninit::uninit(); MAX_HEADERS];
+        let mut request = httparse::Request::new(&mut []);
+        match request.parse_with_uninit_headers(head, &mut headers[..max_headers]) {
+            Ok(httparse::Status::Complete(len)) => match head_of(&request, &head[..len]) {
+                Ok(facts) => Sniff::Match { facts, len },
+                Err(at) => Sniff::Invalid(Error::InvalidInput {
+                    kind: InvalidInput::Malformed(Field::HttpHost),
+                    offset: at as u64,
+                }),
+            },
+            Err(httparse::Error::TooManyHeaders) => {
+                over_budget(max_headers, max_headers as u64 + 1)
+            }
+            // Bytes httparse refuses are not (well-formed) HTTP: another
+            // protocol that starts with capitals (`SSH-2.0-...`, `PROXY
+            // ...`) or a broken request; either way this sniffer does not
+            // match.
+            _ => Sniff::NoMatch,
+        }
     }
 }
 
@@ -329,6 +506,10 @@ fn is_port(value: &[u8]) -> bool {
 pub struct Heads {
     max_head: usize,
     max_headers: usize,
+    /// The sniffer of the head being read, and the stream offset where that
+    /// head starts: a head trickled in pieces is looked at once.
+    sniffer: Sniffer,
+    start: u64,
     latch: Latch,
 }
 
@@ -344,13 +525,23 @@ impl Heads {
         Self {
             max_head,
             max_headers,
+            sniffer: Sniffer::new(),
+            start: 0,
             latch: Latch::default(),
         }
     }
 
     fn step(&mut self, buf: &RecvBuf) -> Step {
-        match sniff(buf.peek(), self.max_head, self.max_headers) {
-            Sniff::Match { len, .. } => Step::Frame(Cut {
+        if buf.offset() != self.start {
+            // A new head (or another buffer): start over.
+            self.sniffer = Sniffer::new();
+            self.start = buf.offset();
+        }
+        match self
+            .sniffer
+            .sniff(buf.peek(), self.max_head, self.max_headers)
+        {
+            &Sniff::Match { len, .. } => Step::Frame(Cut {
                 skip: 0,
                 len,
                 trail: 0,
@@ -360,7 +551,10 @@ impl Heads {
                 kind: InvalidInput::Malformed(Field::HttpHead),
                 offset: buf.offset(),
             }),
-            Sniff::Invalid(e) => self.latch.failed(e.shifted(buf.offset())),
+            Sniff::Invalid(e) => {
+                let e = e.clone().shifted(buf.offset());
+                self.latch.failed(e)
+            }
         }
     }
 }

@@ -174,52 +174,172 @@ fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
 /// }
 /// ```
 pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
-    // Read no further than the budget, so the answer does not depend on
-    // how much more has arrived; undecided at the budget is over it.
-    let window = &data[..data.len().min(max_len)];
-    let answer = match window.first() {
-        None => Sniff::NeedMore,
-        Some(b'P') => v1(window),
-        Some(b'\r') => v2(window, max_len),
-        Some(_) => Sniff::NoMatch,
-    };
-    match answer {
-        Sniff::NeedMore if data.len() >= max_len => over_budget(max_len),
-        answer => answer,
+    let mut sniffer = Sniffer::new();
+    sniffer.sniff(data, max_len);
+    sniffer.answer
+}
+
+/// The PROXY header sniffer for one connection, resumable: each call looks
+/// only at the bytes that arrived since the last one (the search for a v1
+/// line's end goes on where it stopped; a v2 header is parsed once its
+/// declared length has arrived).
+///
+/// Give it the connection's first bytes so far on every call (each call's
+/// `data` extends the last one's) with the same `max_len`; its answers are
+/// those of [`sniff`] on the same bytes. `data` shorter than last time
+/// starts it over.
+#[derive(Clone, Debug)]
+pub struct Sniffer {
+    /// Leading bytes found to be the v1 prefix or the v2 signature.
+    checked: usize,
+    /// Bytes of a v1 line searched for its end.
+    scanned: usize,
+    /// No progress before `data` is this long.
+    wait: usize,
+    /// The longest `data` seen.
+    seen: usize,
+    examined: u64,
+    answer: Sniff<ProxyHeader>,
+}
+
+impl Default for Sniffer {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
-/// Whether `data` starts with (a piece of) `prefix`: `Some(true)` all of
-/// it, `Some(false)` a piece, `None` not.
-fn starts(data: &[u8], prefix: &[u8]) -> Option<bool> {
-    let n = data.len().min(prefix.len());
-    (data[..n] == prefix[..n]).then_some(n == prefix.len())
-}
-
-fn v1(data: &[u8]) -> Sniff<ProxyHeader> {
-    match starts(data, V1_PREFIX) {
-        None => return Sniff::NoMatch,
-        Some(false) => return Sniff::NeedMore,
-        Some(true) => {}
+impl Sniffer {
+    /// A sniffer that has seen nothing.
+    pub fn new() -> Self {
+        Self {
+            checked: 0,
+            scanned: 0,
+            wait: 0,
+            seen: 0,
+            examined: 0,
+            answer: Sniff::NeedMore,
+        }
     }
-    let window = &data[..data.len().min(V1_MAX)];
-    let Some(end) = memchr::memchr(b'\n', window) else {
-        return if window.len() >= V1_MAX {
-            malformed(Field::ProxyV1, 0)
-        } else {
-            Sniff::NeedMore
+
+    /// The answer for `data`, the connection's first bytes so far: as
+    /// [`sniff`]`(data, max_len)`, once final kept.
+    pub fn sniff(&mut self, data: &[u8], max_len: usize) -> &Sniff<ProxyHeader> {
+        if data.len() < self.seen {
+            *self = Self::new();
+        }
+        self.seen = data.len();
+        if self.answer.is_need_more() && data.len() >= self.wait.min(max_len) {
+            self.answer = self.step(data, max_len);
+        }
+        &self.answer
+    }
+
+    /// The last answer given (need more before the first call).
+    pub fn answer(&self) -> &Sniff<ProxyHeader> {
+        &self.answer
+    }
+
+    /// Bytes looked at so far: a measure of the work done, linear in the
+    /// input whatever its pieces.
+    pub fn examined(&self) -> u64 {
+        self.examined
+    }
+
+    fn step(&mut self, data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
+        // Read no further than the budget, so the answer does not depend on
+        // how much more has arrived; undecided at the budget is over it.
+        let window = &data[..data.len().min(max_len)];
+        let answer = match window.first() {
+            None => Sniff::NeedMore,
+            Some(b'P') => self.v1(window),
+            Some(b'\r') => self.v2(window, max_len),
+            Some(_) => Sniff::NoMatch,
         };
-    };
-    // The line ends in CRLF; a bare LF is malformed.
-    let Some(end) = end.checked_sub(1).filter(|&cr| window[cr] == b'\r') else {
-        return malformed(Field::ProxyV1, end);
-    };
-    match parse_v1(&data[V1_PREFIX.len()..end]) {
-        Some(header) => Sniff::Match {
-            facts: header,
-            len: end + 2,
-        },
-        None => malformed(Field::ProxyV1, V1_PREFIX.len()),
+        match answer {
+            Sniff::NeedMore if data.len() >= max_len => over_budget(max_len),
+            answer => answer,
+        }
+    }
+
+    /// Whether `data` starts with (a piece of) `prefix`, comparing only
+    /// the bytes not compared before: `Some(true)` all of it, `Some(false)`
+    /// a piece, `None` not.
+    fn starts(&mut self, data: &[u8], prefix: &[u8]) -> Option<bool> {
+        let n = data.len().min(prefix.len());
+        if n > self.checked {
+            self.examined += (n - self.checked) as u64;
+            if data[self.checked..n] != prefix[self.checked..n] {
+                return None;
+            }
+            self.checked = n;
+        }
+        Some(n == prefix.len())
+    }
+
+    fn v1(&mut self, data: &[u8]) -> Sniff<ProxyHeader> {
+        match self.starts(data, V1_PREFIX) {
+            None => return Sniff::NoMatch,
+            Some(false) => return Sniff::NeedMore,
+            Some(true) => {}
+        }
+        let window = &data[..data.len().min(V1_MAX)];
+        let from = self.scanned.max(V1_PREFIX.len());
+        self.examined += (window.len() - from) as u64;
+        let Some(end) = memchr::memchr(b'\n', &window[from..]).map(|i| from + i) else {
+            self.scanned = window.len();
+            self.wait = window.len() + 1;
+            return if window.len() >= V1_MAX {
+                malformed(Field::ProxyV1, 0)
+            } else {
+                Sniff::NeedMore
+            };
+        };
+        // The line ends in CRLF; a bare LF is malformed.
+        let Some(end) = end.checked_sub(1).filter(|&cr| window[cr] == b'\r') else {
+            return malformed(Field::ProxyV1, end);
+        };
+        self.examined += end as u64;
+        match parse_v1(&data[V1_PREFIX.len()..end]) {
+            Some(header) => Sniff::Match {
+                facts: header,
+                len: end + 2,
+            },
+            None => malformed(Field::ProxyV1, V1_PREFIX.len()),
+        }
+    }
+
+    fn v2(&mut self, data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
+        match self.starts(data, V2_SIGNATURE) {
+            None => return Sniff::NoMatch,
+            Some(false) => return Sniff::NeedMore,
+            Some(true) => {}
+        }
+        if data.len() < 16 {
+            self.wait = 16;
+            return Sniff::NeedMore;
+        }
+        self.examined += 4;
+        let total = 16 + usize::from(u16::from_be_bytes([data[14], data[15]]));
+        if total > max_len {
+            return Sniff::Invalid(Error::LimitExceeded {
+                limit: Limit::SniffBudget,
+                max: max_len as u64,
+                attempted: total as u64,
+                offset: 0,
+            });
+        }
+        if data.len() < total {
+            self.wait = total;
+            return Sniff::NeedMore;
+        }
+        self.examined += total as u64;
+        match parse_v2(&data[..total]) {
+            Ok(header) => Sniff::Match {
+                facts: header,
+                len: total,
+            },
+            Err((field, offset)) => malformed(field, offset),
+        }
     }
 }
 
@@ -281,36 +401,6 @@ fn over_budget<T>(max_len: usize) -> Sniff<T> {
         attempted: max_len as u64 + 1,
         offset: 0,
     })
-}
-
-fn v2(data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
-    match starts(data, V2_SIGNATURE) {
-        None => return Sniff::NoMatch,
-        Some(false) => return Sniff::NeedMore,
-        Some(true) => {}
-    }
-    if data.len() < 16 {
-        return Sniff::NeedMore;
-    }
-    let total = 16 + usize::from(u16::from_be_bytes([data[14], data[15]]));
-    if total > max_len {
-        return Sniff::Invalid(Error::LimitExceeded {
-            limit: Limit::SniffBudget,
-            max: max_len as u64,
-            attempted: total as u64,
-            offset: 0,
-        });
-    }
-    if data.len() < total {
-        return Sniff::NeedMore;
-    }
-    match parse_v2(&data[..total]) {
-        Ok(header) => Sniff::Match {
-            facts: header,
-            len: total,
-        },
-        Err((field, offset)) => malformed(field, offset),
-    }
 }
 
 /// Parses a whole v2 header; the error names the part and its offset.

@@ -12,6 +12,7 @@
 //! handshake records: the sniffer waits for all of it (within its budget)
 //! and then parses it whole.
 
+use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
@@ -67,9 +68,17 @@ fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
 /// Sniffs a ClientHello at the start of `data`, reading at most `max_len`
 /// bytes.
 ///
-/// `NoMatch` when the first bytes are not a TLS handshake record;
+/// `NoMatch` when the first bytes are not a TLS handshake record (type 22,
+/// major version 3);
 /// `Invalid` when they are but a length does not add up, the message is not
 /// a ClientHello, or the hello is longer than `max_len`.
+///
+/// The record layer's minor version is not looked at: RFC 8446, section
+/// 5.1, says a ClientHello's `legacy_record_version` must be ignored, and
+/// rustls and OpenSSL answer hellos whose records say 0x0300 to 0x03ff.
+///
+/// For a connection whose bytes arrive in pieces, a [`Sniffer`] gives the
+/// same answers while looking at each byte only once.
 ///
 /// ```
 /// use cleave::sniff::{tls, Sniff};
@@ -87,106 +96,224 @@ fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
 /// assert_eq!(tls::sniff(b"GET / HTTP/1.1\r\n", tls::DEFAULT_MAX_HELLO), Sniff::NoMatch);
 /// ```
 pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ClientHello> {
-    // Read no further than the budget, so the answer does not depend on
-    // how much more has arrived.
-    let first = data.first().copied();
-    let data = &data[..data.len().min(max_len)];
-    // Looks like TLS? A handshake record of version 3.x.
-    match data {
-        // A zero budget: a handshake byte is already past it.
-        [] => match first {
-            None => return Sniff::NeedMore,
-            Some(HANDSHAKE) => return over_budget(1, max_len),
-            Some(_) => return Sniff::NoMatch,
-        },
-        [t, ..] if *t != HANDSHAKE => return Sniff::NoMatch,
-        [_, major, ..] if *major != 3 => return Sniff::NoMatch,
-        [_, _, minor, ..] if *minor > 4 => return Sniff::NoMatch,
-        _ => {}
-    }
-    // Gather the handshake message from as many records as it spans.
-    let mut pieces: Vec<(usize, usize)> = Vec::new();
-    let mut gathered = 0;
-    let mut at = 0;
-    let mut needed = None;
-    loop {
-        if at + 5 > data.len() {
-            return need_more(at + 5, max_len);
-        }
-        let header = &data[at..at + 5];
-        let len = usize::from(u16::from_be_bytes([header[3], header[4]]));
-        if header[0] != HANDSHAKE || header[1] != 3 {
-            return malformed(Field::TlsRecord, at);
-        }
-        if len == 0 || len > MAX_RECORD {
-            return malformed(Field::TlsRecord, at + 3);
-        }
-        let end = at + 5 + len;
-        if end > data.len() {
-            return need_more(end, max_len);
-        }
-        pieces.push((at + 5, end));
-        gathered += len;
-        if needed.is_none() && gathered >= 4 {
-            let first = handshake_prefix(data, &pieces);
-            if first[0] != CLIENT_HELLO {
-                return malformed(Field::TlsHandshake, pieces[0].0);
-            }
-            let body =
-                usize::from(first[1]) << 16 | usize::from(first[2]) << 8 | usize::from(first[3]);
-            needed = Some(4 + body);
-        }
-        at = end;
-        if let Some(needed) = needed {
-            if gathered >= needed {
-                break;
-            }
-            if at >= max_len {
-                return over_budget(needed, max_len);
-            }
-        }
-    }
-    let needed = needed.unwrap_or(0);
-    let message: alloc::borrow::Cow<'_, [u8]> = if pieces.len() == 1 {
-        alloc::borrow::Cow::Borrowed(&data[pieces[0].0..pieces[0].1])
-    } else {
-        let mut joined = Vec::with_capacity(gathered);
-        for &(from, to) in &pieces {
-            joined.extend_from_slice(&data[from..to]);
-        }
-        alloc::borrow::Cow::Owned(joined)
-    };
-    if message.len() > needed {
-        // Another handshake message shares the last record: not what a
-        // client sends first.
-        return malformed(Field::TlsHandshake, at);
-    }
-    match parse_hello(&message[4..needed]) {
-        Ok(mut hello) => {
-            hello.record_version = u16::from_be_bytes([data[1], data[2]]);
-            Sniff::Match {
-                facts: hello,
-                len: at,
-            }
-        }
-        Err(field) => malformed(field, pieces[0].0 + 4),
+    let mut sniffer = Sniffer::new();
+    sniffer.sniff(data, max_len);
+    sniffer.answer
+}
+
+/// The TLS sniffer for one connection, resumable: each call looks only at
+/// the bytes that arrived since the last one, so a hello trickled in
+/// one-byte records costs linear work, not quadratic.
+///
+/// Give it the connection's first bytes so far on every call (each call's
+/// `data` extends the last one's) with the same `max_len`; its answers are
+/// those of [`sniff`] on the same bytes. `data` shorter than last time
+/// starts it over.
+///
+/// ```
+/// use cleave::sniff::{tls, Sniff};
+///
+/// let hello = include_bytes!("../../tests/fixtures/tls_curl.bin");
+/// let mut sniffer = tls::Sniffer::new();
+/// for end in 1..hello.len() {
+///     assert_eq!(sniffer.sniff(&hello[..end], tls::DEFAULT_MAX_HELLO), &Sniff::NeedMore);
+/// }
+/// assert!(matches!(sniffer.sniff(hello, tls::DEFAULT_MAX_HELLO), Sniff::Match { .. }));
+/// // Each byte looked at about once, not once per call.
+/// assert!(sniffer.examined() < 3 * hello.len() as u64);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Sniffer {
+    /// Where the next record header starts.
+    at: usize,
+    /// Records read whole, and the handshake bytes they carried.
+    records: usize,
+    gathered: usize,
+    /// The handshake message's first four bytes (type and length), as far
+    /// as gathered.
+    first: [u8; 4],
+    /// The handshake message's length, once its header is gathered.
+    needed: Option<usize>,
+    /// The length of the record at `at`, once its header is checked.
+    pending: Option<usize>,
+    /// No progress before `data` is this long (the end of the record or
+    /// record header being waited for).
+    wait: usize,
+    /// The longest `data` seen.
+    seen: usize,
+    examined: u64,
+    answer: Sniff<ClientHello>,
+}
+
+impl Default for Sniffer {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
-/// The first four handshake bytes, gathered across the records so far.
-fn handshake_prefix(data: &[u8], pieces: &[(usize, usize)]) -> [u8; 4] {
-    let mut out = [0u8; 4];
-    let mut n = 0;
-    for &(from, to) in pieces {
-        for &b in &data[from..to] {
-            if n == 4 {
-                return out;
-            }
-            out[n] = b;
-            n += 1;
+impl Sniffer {
+    /// A sniffer that has seen nothing.
+    pub fn new() -> Self {
+        Self {
+            at: 0,
+            records: 0,
+            gathered: 0,
+            first: [0; 4],
+            needed: None,
+            pending: None,
+            wait: 0,
+            seen: 0,
+            examined: 0,
+            answer: Sniff::NeedMore,
         }
     }
-    out
+
+    /// The answer for `data`, the connection's first bytes so far: as
+    /// [`sniff`]`(data, max_len)`, once final kept.
+    pub fn sniff(&mut self, data: &[u8], max_len: usize) -> &Sniff<ClientHello> {
+        if data.len() < self.seen {
+            *self = Self::new();
+        }
+        self.seen = data.len();
+        if self.answer.is_need_more() && data.len() >= self.wait {
+            self.answer = self.step(data, max_len);
+        }
+        &self.answer
+    }
+
+    /// The last answer given (need more before the first call).
+    pub fn answer(&self) -> &Sniff<ClientHello> {
+        &self.answer
+    }
+
+    /// Bytes looked at so far (record headers, the hello's bytes when they
+    /// are joined and parsed): a measure of the work done, linear in the
+    /// input whatever its pieces.
+    pub fn examined(&self) -> u64 {
+        self.examined
+    }
+
+    fn step(&mut self, data: &[u8], max_len: usize) -> Sniff<ClientHello> {
+        let first = data.first().copied();
+        // Read no further than the budget, so the answer does not depend on
+        // how much more has arrived.
+        let data = &data[..data.len().min(max_len)];
+        if self.records == 0 {
+            // Looks like TLS? A handshake record of major version 3; the
+            // minor version is ignored (RFC 8446, section 5.1).
+            self.examined += data.len().min(2) as u64;
+            match data {
+                // A zero budget: a handshake byte is already past it.
+                [] => match first {
+                    None => return Sniff::NeedMore,
+                    Some(HANDSHAKE) => return over_budget(1, max_len),
+                    Some(_) => return Sniff::NoMatch,
+                },
+                [t, ..] if *t != HANDSHAKE => return Sniff::NoMatch,
+                [_, major, ..] if *major != 3 => return Sniff::NoMatch,
+                _ => {}
+            }
+        }
+        // Gather the handshake message from as many records as it spans.
+        loop {
+            let at = self.at;
+            if at + 5 > data.len() {
+                // Before two bytes, the next byte may still say "not TLS".
+                self.wait = if data.len() < 2 { 0 } else { at + 5 };
+                return need_more(at + 5, max_len);
+            }
+            let len = match self.pending.take() {
+                Some(len) => len,
+                None => {
+                    let header = &data[at..at + 5];
+                    self.examined += 5;
+                    let len = usize::from(u16::from_be_bytes([header[3], header[4]]));
+                    if header[0] != HANDSHAKE || header[1] != 3 {
+                        return malformed(Field::TlsRecord, at);
+                    }
+                    if len == 0 || len > MAX_RECORD {
+                        return malformed(Field::TlsRecord, at + 3);
+                    }
+                    len
+                }
+            };
+            let end = at + 5 + len;
+            if end > data.len() {
+                // Its header is checked; wait for the rest of it.
+                self.pending = Some(len);
+                self.wait = end;
+                return need_more(end, max_len);
+            }
+            // The record is whole: take what it carries.
+            let payload = &data[at + 5..end];
+            let take = 4usize.saturating_sub(self.gathered).min(len);
+            for (i, &b) in payload[..take].iter().enumerate() {
+                self.first[self.gathered + i] = b;
+            }
+            self.examined += take as u64;
+            self.gathered += len;
+            self.records += 1;
+            self.at = end;
+            if self.needed.is_none() && self.gathered >= 4 {
+                if self.first[0] != CLIENT_HELLO {
+                    return malformed(Field::TlsHandshake, 5);
+                }
+                let [_, a, b, c] = self.first;
+                let body = usize::from(a) << 16 | usize::from(b) << 8 | usize::from(c);
+                self.needed = Some(4 + body);
+            }
+            if let Some(needed) = self.needed {
+                if self.gathered >= needed {
+                    return self.finish(data, needed);
+                }
+                if end >= max_len {
+                    return over_budget(needed, max_len);
+                }
+            }
+        }
+    }
+
+    /// All of the hello is here: joins its records (if it spans several)
+    /// and parses it, once.
+    fn finish(&mut self, data: &[u8], needed: usize) -> Sniff<ClientHello> {
+        let at = self.at;
+        let message: Cow<'_, [u8]> = if self.records == 1 {
+            Cow::Borrowed(&data[5..at])
+        } else {
+            let mut joined = Vec::with_capacity(self.gathered);
+            let mut r = 0;
+            while r < at {
+                // Each header was checked as its record arrived.
+                let Some(&[_, _, _, hi, lo]) = data.get(r..r + 5) else {
+                    return malformed(Field::TlsRecord, r);
+                };
+                let end = r + 5 + usize::from(u16::from_be_bytes([hi, lo]));
+                let Some(payload) = data.get(r + 5..end) else {
+                    return malformed(Field::TlsRecord, r);
+                };
+                joined.extend_from_slice(payload);
+                r = end;
+            }
+            self.examined += joined.len() as u64;
+            Cow::Owned(joined)
+        };
+        if message.len() > needed {
+            // Another handshake message shares the last record: not what a
+            // client sends first.
+            return malformed(Field::TlsHandshake, at);
+        }
+        self.examined += (needed - 4) as u64;
+        match parse_hello(&message[4..needed]) {
+            Ok(mut hello) => {
+                hello.record_version = u16::from_be_bytes([data[1], data[2]]);
+                Sniff::Match {
+                    facts: hello,
+                    len: at,
+                }
+            }
+            Err(field) => malformed(field, 9),
+        }
+    }
 }
 
 fn need_more<T>(upto: usize, max_len: usize) -> Sniff<T> {
@@ -251,6 +378,14 @@ fn parse_hello(body: &[u8]) -> Result<ClientHello, Field> {
     Ok(out)
 }
 
+/// The server_name extension, read as rustls 0.23 reads it: a non-empty
+/// list that fills the extension exactly (a byte after the list is
+/// refused, as rustls and OpenSSL refuse it); exactly one `host_name`
+/// (a second one is refused: the two could name different servers; a list
+/// without one too); and a name type other than `host_name` ends the list,
+/// its bytes and any after it ignored (the RFC 6066 format cannot skip an
+/// entry of unknown type; rustls ignores them, OpenSSL refuses the hello,
+/// and either way no other host name is read from them).
 fn server_name(data: &mut Reader<'_>) -> Result<Option<String>, Field> {
     let field = Field::TlsServerName;
     let mut list = data.block16().ok_or(field)?;
@@ -259,16 +394,16 @@ fn server_name(data: &mut Reader<'_>) -> Result<Option<String>, Field> {
     }
     let mut name = None;
     while !list.is_empty() {
-        let kind = list.u8().ok_or(field)?;
-        let value = list.block16().ok_or(field)?.rest();
-        if kind == 0 && name.is_none() {
-            if !is_dns_name(value) {
-                return Err(field);
-            }
-            name = Some(value.iter().map(|&b| char::from(b)).collect());
+        if list.u8().ok_or(field)? != 0 {
+            break;
         }
+        let value = list.block16().ok_or(field)?.rest();
+        if name.is_some() || !is_dns_name(value) {
+            return Err(field);
+        }
+        name = Some(value.iter().map(|&b| char::from(b)).collect());
     }
-    Ok(name)
+    name.map(Some).ok_or(field)
 }
 
 /// A DNS host name: labels of letters, digits, `-` and `_`, 1-63 bytes
