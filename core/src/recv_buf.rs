@@ -530,6 +530,31 @@ impl RecvBuf {
         }
     }
 
+    /// Gives back the memory the buffered bytes do not need: the whole
+    /// block when nothing is buffered; when the block is at least four
+    /// times what is buffered (a partial frame in a read-sized block), the
+    /// bytes move into a block of their own size. Returns whether memory
+    /// was given back.
+    ///
+    /// For a connection about to wait for its peer: the adapters call it
+    /// when a read finds nothing, so an idle connection holds no read
+    /// block, and one that sent 10 bytes of a line and went quiet holds 10
+    /// bytes, not a read reserve. The next read allocates a block again
+    /// (and copies what is buffered into it). Call it between reads, not
+    /// between [`spare_mut`](Self::spare_mut) and [`commit`](Self::commit).
+    pub fn shrink_to_fit(&mut self) -> bool {
+        if self.filled == 0 {
+            return self.release_if_empty();
+        }
+        if self.capacity() / 4 < self.filled {
+            return false;
+        }
+        self.buf = BytesMut::from(&self.buf[..self.filled]);
+        self.block = self.buf.capacity();
+        self.spare = 0;
+        true
+    }
+
     fn release(&mut self) {
         self.buf = BytesMut::new();
         self.block = 0;

@@ -395,6 +395,33 @@ impl WriteQueue {
         dropped
     }
 
+    /// Gives back the memory a flushed queue keeps for its next writes:
+    /// the run buffer small writes are copied into (a 16 KiB block once a
+    /// small write came) and the room of its lists of pending writes
+    /// (which grow to the item limit in a burst). Returns whether it gave
+    /// any back; a queue with bytes pending keeps everything.
+    ///
+    /// For a connection about to wait: the adapters call it when the queue
+    /// is flushed and their reads found nothing, so an idle connection
+    /// holds no write memory. The next small write allocates a run buffer
+    /// again.
+    pub fn shrink_to_fit(&mut self) -> bool {
+        if !self.is_flushed() {
+            return false;
+        }
+        let mut released = false;
+        for lane in [&mut self.bulk, &mut self.urgent] {
+            released |= lane.staging.capacity() > 0
+                || lane.entries.capacity() > 0
+                || lane.ends.capacity() > 0;
+            lane.staging = BytesMut::new();
+            lane.entries = VecDeque::new();
+            lane.ends = VecDeque::new();
+        }
+        self.plan = Plan::EMPTY;
+        released
+    }
+
     /// Fills `out` with the next slices to write and returns how many it
     /// filled: at most `max_slices` of them, `max_drain_bytes` in all, each
     /// at most `piece_size`. Call [`advance`](Self::advance) with what the
