@@ -148,6 +148,9 @@ fn with_server_name_extension(record: &[u8], sni: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A server_name list's entries: (name type, value).
+type Entries<'a> = &'a [(u8, &'a [u8])];
+
 /// A server_name list: (name type, value) entries, then `after` bytes
 /// inside the list, then `trailing` bytes after it in the extension.
 fn sni_list(entries: &[(u8, &[u8])], after: &[u8], trailing: &[u8]) -> Vec<u8> {
@@ -199,7 +202,7 @@ fn trailing_bytes_after_the_server_name_list_are_refused_as_rustls_and_openssl_r
 #[test]
 fn an_entry_of_unknown_type_ends_the_list_as_rustls_reads_it() {
     let data = fixture("tls_openssl_sni_alpn.bin");
-    let cases: [(&[(u8, &[u8])], &[u8], Option<&str>); 3] = [
+    let cases: [(Entries<'_>, &[u8], Option<&str>); 3] = [
         // host_name, then an entry of another type: ignored.
         (
             &[(0, b"example.com"), (1, b"other.example.net")],
@@ -229,7 +232,7 @@ fn an_entry_of_unknown_type_ends_the_list_as_rustls_reads_it() {
 #[test]
 fn a_second_host_name_a_cut_entry_or_no_host_name_is_refused_as_rustls_refuses_it() {
     let data = fixture("tls_openssl_sni_alpn.bin");
-    let cases: [(&[(u8, &[u8])], &[u8]); 5] = [
+    let cases: [(Entries<'_>, &[u8]); 5] = [
         (&[(0, b"example.com"), (0, b"evil.example.net")], b""),
         // An unknown type first: the host name after it is not read, and
         // a list without one is refused.
