@@ -2,7 +2,7 @@
 //! state machine, the write queue, and the interest they need.
 
 use std::io::{self, IoSlice, Read, Write};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cleave::{Bytes, Frame, Inbound, Rejected, Ticket, WriteQueue, WriteQueueConfig};
 use mio::event::Source;
@@ -14,12 +14,13 @@ use crate::error::ConnError;
 const SLICES: usize = 64;
 
 /// What a [`Conn`] needs of its socket beyond `Read + Write`: a half-close,
-/// and whether a short read proves it empty.
+/// whether a short read proves it empty, and a reset.
 ///
-/// Implemented for mio's `TcpStream` and `UnixStream`. A wrapper (TLS over
-/// a socket, say) implements it too: `shutdown_write` as it sees fit (a
-/// no-op for a source that cannot half-close), and `short_read_drains`
-/// left `false` if a short read can leave bytes behind.
+/// Implemented for mio's `TcpStream` and `UnixStream` (which has no
+/// reset). A wrapper (TLS over a socket, say) implements it too:
+/// `shutdown_write` as it sees fit (a no-op for a source that cannot
+/// half-close), `short_read_drains` left `false` if a short read can leave
+/// bytes behind, and `reset_on_close` by calling its socket's.
 pub trait Socket: Read + Write {
     /// Shuts the sending half down: the peer reads the end of the stream.
     /// [`Conn::close_write`] calls it once the queue is empty.
@@ -36,6 +37,19 @@ pub trait Socket: Read + Write {
     /// raise a new event); false by default.
     fn short_read_drains(&self) -> bool {
         false
+    }
+
+    /// Makes the next close of the socket a reset: for TCP it sets
+    /// `SO_LINGER` to zero, so that dropping the socket sends a RST and
+    /// drops the data not yet sent, instead of a FIN after it.
+    /// [`Conn::reset`] calls it.
+    ///
+    /// # Errors
+    ///
+    /// What the OS says. By default `Unsupported`: a source with no reset,
+    /// whose peer sees a clean end when it is dropped.
+    fn reset_on_close(&self) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
     }
 }
 
@@ -59,6 +73,10 @@ impl Socket for mio::net::TcpStream {
 
     fn short_read_drains(&self) -> bool {
         EDGE_TRIGGERED
+    }
+
+    fn reset_on_close(&self) -> io::Result<()> {
+        socket2::SockRef::from(self).set_linger(Some(Duration::ZERO))
     }
 }
 
@@ -111,6 +129,12 @@ pub const DEFAULT_READ_BUDGET: usize = 64 * 1024;
 ///   deadline() passed    ─> on_deadline(&mut events)
 ///   then, every time     ─> update_registration(registry, token)
 ///                            is_finished() ─> drop it
+///
+///   tunnelling two Conns (a proxy):
+///   one side's EOF       ─> the other's close_write()   (a clean end stays a half-close)
+///   one side's ConnError::Io, reading or writing
+///                        ─> the other's reset()         (a failure stays a failure)
+///                            deregister both and drop them: the RST goes out
 /// ```
 ///
 /// Reads go straight into the [`Inbound`]'s [`RecvBuf`](cleave::RecvBuf)
@@ -424,6 +448,33 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
     pub fn close_write(&mut self) {
         self.queue.close();
         self.closing = true;
+    }
+
+    /// Ends the connection with a reset: makes the socket's close a reset
+    /// ([`Socket::reset_on_close`]: for TCP, `SO_LINGER` 0), aborts the
+    /// write queue (its tickets never complete; pushes are refused) and
+    /// ends reading and writing, so that [`is_finished`](Self::is_finished)
+    /// is true and [`interest`](Self::interest) is `None`. Deregister the
+    /// connection and drop it: dropping the socket sends the RST, and drops
+    /// what the kernel had not sent yet.
+    ///
+    /// Use it when the peer must not mistake the end for a clean one: when
+    /// one side of a tunnel fails (a reset, a failed write), `reset()` the
+    /// other, so that a cut-off response or upload arrives as a reset after
+    /// the bytes that made it, not as a complete stream.
+    ///
+    /// # Errors
+    ///
+    /// What [`Socket::reset_on_close`] says (`Unsupported` for a source
+    /// with no reset, whose peer then sees a clean end). The connection is
+    /// finished either way.
+    pub fn reset(&mut self) -> io::Result<()> {
+        let reset = self.io.reset_on_close();
+        self.queue.abort();
+        // Nothing more goes out or comes in: both sides are done.
+        self.write_failed = true;
+        self.read_done = true;
+        reset
     }
 
     /// What the connection needs to be woken for: `READABLE` while it

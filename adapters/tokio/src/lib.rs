@@ -77,7 +77,7 @@ pub use codec::TokioCodec;
 pub use error::{ReadError, WriteError};
 pub use handle::{spawn_writer, WriteHandle, Written};
 pub use read::{FrameReader, SessionReader};
-pub use tunnel::tunnel;
+pub use tunnel::{tunnel, Reset};
 pub use write::Writer;
 
 /// The README's examples (the core's and this crate's), compiled and run as
