@@ -137,6 +137,12 @@ pub const DEFAULT_READ_BUDGET: usize = 64 * 1024;
 ///                            deregister both and drop them: the RST goes out
 /// ```
 ///
+/// An idle connection holds no buffers: when a read finds the socket
+/// empty, the receive buffer gives back what it does not need
+/// ([`RecvBuf::shrink_to_fit`](cleave::RecvBuf::shrink_to_fit)), and so
+/// does the write queue once flushed; nothing is allocated before the
+/// socket is readable.
+///
 /// Reads go straight into the [`Inbound`]'s [`RecvBuf`](cleave::RecvBuf)
 /// (no second copy); writes are vectored.
 #[derive(Debug)]
@@ -158,6 +164,8 @@ pub struct Conn<S, P> {
     read_budget: usize,
     /// The inbound was polled at least once (its clock started).
     polled: bool,
+    /// The last read found the socket empty (see `went_idle`).
+    idle: bool,
     /// What the socket is registered for, if it is.
     registered: Option<Interest>,
 }
@@ -182,6 +190,7 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
             write_failed: false,
             read_budget: DEFAULT_READ_BUDGET,
             polled: false,
+            idle: false,
             registered: None,
         }
     }
@@ -274,6 +283,7 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
                     self.inbound.handle_eof();
                 }
                 Ok(n) => {
+                    self.idle = false;
                     let drained = n < spare.len();
                     buf.commit(n)?;
                     outcome.read += n;
@@ -282,13 +292,17 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
                     // read that would only say WouldBlock, as tokio does.
                     if drained && shortcut {
                         self.poll_events(events)?;
+                        self.went_idle();
                         break;
                     }
                 }
                 Err(e) => {
                     buf.commit(0)?;
                     match e.kind() {
-                        io::ErrorKind::WouldBlock => break,
+                        io::ErrorKind::WouldBlock => {
+                            self.went_idle();
+                            break;
+                        }
                         io::ErrorKind::Interrupted => continue,
                         _ => {
                             self.read_done = true;
@@ -306,6 +320,15 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
         }
         outcome.eof = self.read_done;
         Ok(outcome)
+    }
+
+    /// The socket has nothing more to read: the connection waits for its
+    /// peer, so its buffers give back what they do not need (an empty
+    /// receive buffer its block, a flushed queue its run buffer).
+    fn went_idle(&mut self) {
+        self.idle = true;
+        self.inbound.recv_buf().shrink_to_fit();
+        self.queue.shrink_to_fit();
     }
 
     /// How many bytes one [`on_event`](Self::on_event) or
@@ -339,6 +362,10 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
             return Err(e.into());
         }
         let flushed = self.queue.is_flushed();
+        if flushed && self.idle {
+            // Answered, and nothing more to read: keep no write memory.
+            self.queue.shrink_to_fit();
+        }
         if flushed && self.closing && !self.write_shut {
             self.write_shut = true;
             self.io.shutdown_write()?;

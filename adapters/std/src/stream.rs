@@ -278,6 +278,12 @@ impl<S: Read, P: Inbound> Stream<S, P> {
                 }
                 Err(e) => {
                     buf.commit(0).map_err(FillError::Protocol)?;
+                    if is_timeout(&e) {
+                        // Nothing came within the read timeout: the
+                        // connection waits, so the buffer gives back what
+                        // it does not need.
+                        buf.shrink_to_fit();
+                    }
                     if e.kind() != io::ErrorKind::Interrupted {
                         return Err(FillError::Io(e));
                     }

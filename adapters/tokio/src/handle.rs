@@ -244,6 +244,8 @@ impl<W: AsyncWrite + Unpin> Future for WriterTask<W> {
             if !shared.queue.is_closed() {
                 shared.writer = Some(cx.waker().clone());
                 if shared.queue.is_flushed() {
+                    // Idle until the next push: keep no write memory.
+                    shared.queue.shrink_to_fit();
                     return Poll::Pending;
                 }
                 continue; // pushed while flushing

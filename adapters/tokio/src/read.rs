@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use cleave::{Decoder, Event, RecvBuf, RecvBufConfig, Session};
@@ -15,11 +15,23 @@ use crate::error::ReadError;
 
 /// Reads once from `io` into the buffer's spare room. `Ready(Ok(0))` is the
 /// end of the stream.
+///
+/// Memory follows readiness: a buffer that holds no block first asks the
+/// reader with no room at all, which tokio's sockets answer `Pending`
+/// until they are readable (other readers answer at once), so a silent
+/// connection allocates nothing; and when a read finds nothing, the buffer
+/// gives back what it does not need before the task waits.
 pub(crate) fn poll_fill<R: AsyncRead + Unpin>(
     io: &mut R,
     buf: &mut RecvBuf,
     cx: &mut Context<'_>,
 ) -> Poll<Result<usize, ReadError>> {
+    if buf.capacity() == 0 {
+        let mut probe = ReadBuf::new(&mut []);
+        if let Err(e) = ready!(Pin::new(&mut *io).poll_read(cx, &mut probe)) {
+            return Poll::Ready(Err(e.into()));
+        }
+    }
     let spare = buf.spare_mut()?;
     let mut read = ReadBuf::new(spare);
     match Pin::new(io).poll_read(cx, &mut read) {
@@ -34,6 +46,7 @@ pub(crate) fn poll_fill<R: AsyncRead + Unpin>(
         }
         Poll::Pending => {
             buf.commit(0)?;
+            buf.shrink_to_fit();
             Poll::Pending
         }
     }

@@ -196,14 +196,19 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
         poll_fn(|cx| self.poll_drain(cx)).await
     }
 
-    /// Writes everything queued and flushes the writer.
+    /// Writes everything queued and flushes the writer; then the queue
+    /// gives back the memory it kept for more writes
+    /// ([`WriteQueue::shrink_to_fit`]): a connection that waits after a
+    /// flush holds no write memory.
     ///
     /// # Errors
     ///
     /// What the socket says.
     pub async fn flush(&mut self) -> io::Result<()> {
         self.drain().await?;
-        self.io.flush().await
+        self.io.flush().await?;
+        self.queue.shrink_to_fit();
+        Ok(())
     }
 
     /// Closes the queue, writes what it holds, and shuts the writer down.
