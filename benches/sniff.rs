@@ -1,7 +1,15 @@
 //! Sniffing cost per connection, beside the parsers a user would reach
 //! for, on the same captured bytes: whole, and arriving in 64-byte pieces
 //! (each sniffer is asked again after every piece, on all the bytes so far,
-//! as a router does; the peers are asked the way their APIs allow).
+//! as a router does, resuming where it stopped; the peers are asked the way
+//! their APIs allow).
+//!
+//! The `trickle_*` groups feed 16 KiB first flights one byte at a time
+//! (a ClientHello in one-byte records, a request head, a PROXY v2 header
+//! with an 8 KiB TLV) to the resumable sniffers, beside the whole input at
+//! once and beside the pure function asked again on everything after each
+//! byte (what a router did before it resumed): the ratio of one-byte pieces
+//! to the whole input is the cost of trickled bytes.
 //!
 //! Run: `cargo bench -p cleave-benches --bench sniff`.
 
@@ -11,6 +19,9 @@ use std::time::Duration;
 use cleave::sniff::{http, proxy, tls, Sniff};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
+#[path = "../core/tests/support/flights.rs"]
+mod flights;
+
 const TLS_HELLO: &[u8] = include_bytes!("../core/tests/fixtures/tls_curl.bin");
 const PROXY_V1: &[u8] = include_bytes!("../core/tests/fixtures/proxy_v1_tcp4.bin");
 const PROXY_V2: &[u8] = include_bytes!("../core/tests/fixtures/proxy_v2_tlvs.bin");
@@ -19,7 +30,7 @@ const HTTP_GET: &[u8] = include_bytes!("../core/tests/fixtures/http_curl_get.bin
 const MODES: [(&str, usize); 2] = [("whole", usize::MAX), ("pieces_64", 64)];
 
 /// Asks `sniff` after every piece, on everything so far, until it answers.
-fn by_pieces<T>(data: &[u8], piece: usize, sniff: impl Fn(&[u8]) -> Sniff<T>) -> Sniff<T> {
+fn by_pieces<T>(data: &[u8], piece: usize, mut sniff: impl FnMut(&[u8]) -> Sniff<T>) -> Sniff<T> {
     let mut end = piece.min(data.len());
     loop {
         let answer = sniff(&data[..end]);
@@ -46,15 +57,20 @@ fn rustls_sni(data: &[u8], piece: usize) -> Option<usize> {
 
 fn sni(c: &mut Criterion) {
     let mut group = c.benchmark_group("tls_client_hello_517B");
-    let ours = |d: &[u8]| tls::sniff(d, tls::DEFAULT_MAX_HELLO);
+    let ours = |d: &[u8], piece| {
+        let mut sniffer = tls::Sniffer::new();
+        by_pieces(d, piece, |d| {
+            sniffer.sniff(d, tls::DEFAULT_MAX_HELLO).clone()
+        })
+    };
     for (mode, piece) in MODES {
         let expected = Some("example.com".len());
-        let got = by_pieces(TLS_HELLO, piece, ours)
+        let got = ours(TLS_HELLO, piece)
             .facts()
             .and_then(|h| h.server_name.as_ref().map(String::len));
         assert_eq!((got, rustls_sni(TLS_HELLO, piece)), (expected, expected));
         group.bench_function(BenchmarkId::new("cleave_tls_sniff", mode), |b| {
-            b.iter(|| black_box(by_pieces(black_box(TLS_HELLO), piece, ours)))
+            b.iter(|| black_box(ours(black_box(TLS_HELLO), piece)))
         });
         group.bench_function(BenchmarkId::new("rustls_acceptor", mode), |b| {
             b.iter(|| black_box(rustls_sni(black_box(TLS_HELLO), piece)))
@@ -131,9 +147,14 @@ fn ppp_v2_full(data: &[u8], piece: usize) -> Option<u16> {
 type Peer = fn(&[u8], usize) -> Option<u16>;
 
 fn proxy_header(c: &mut Criterion) {
-    let ours = |d: &[u8]| proxy::sniff(d, proxy::DEFAULT_MAX_HEADER);
+    let ours = |d: &[u8], piece| {
+        let mut sniffer = proxy::Sniffer::new();
+        by_pieces(d, piece, |d| {
+            sniffer.sniff(d, proxy::DEFAULT_MAX_HEADER).clone()
+        })
+    };
     let port = |d: &[u8], piece| {
-        by_pieces(d, piece, ours)
+        ours(d, piece)
             .facts()
             .and_then(|h| h.source())
             .map(|s| s.port())
@@ -151,7 +172,7 @@ fn proxy_header(c: &mut Criterion) {
         for (mode, piece) in MODES {
             assert!(port(data, piece).is_some());
             group.bench_function(BenchmarkId::new("cleave_proxy_sniff", mode), |b| {
-                b.iter(|| black_box(by_pieces(black_box(data), piece, ours)))
+                b.iter(|| black_box(ours(black_box(data), piece)))
             });
             for &(peer, theirs) in peers {
                 assert_eq!(port(data, piece), theirs(data, piece), "{peer}");
@@ -187,15 +208,22 @@ fn raw_httparse(data: &[u8], piece: usize) -> Option<usize> {
 }
 
 fn http_head(c: &mut Criterion) {
-    let ours = |d: &[u8]| http::sniff(d, http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS);
+    let ours = |d: &[u8], piece| {
+        let mut sniffer = http::Sniffer::new();
+        by_pieces(d, piece, |d| {
+            sniffer
+                .sniff(d, http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS)
+                .clone()
+        })
+    };
     let mut group = c.benchmark_group("http_request_head_89B");
     for (mode, piece) in MODES {
-        let host = by_pieces(HTTP_GET, piece, ours)
+        let host = ours(HTTP_GET, piece)
             .facts()
             .and_then(|h| h.host().map(str::len));
         assert_eq!(host, raw_httparse(HTTP_GET, piece));
         group.bench_function(BenchmarkId::new("cleave_http_sniff", mode), |b| {
-            b.iter(|| black_box(by_pieces(black_box(HTTP_GET), piece, ours)))
+            b.iter(|| black_box(ours(black_box(HTTP_GET), piece)))
         });
         group.bench_function(BenchmarkId::new("raw_httparse", mode), |b| {
             b.iter(|| black_box(raw_httparse(black_box(HTTP_GET), piece)))
@@ -204,11 +232,108 @@ fn http_head(c: &mut Criterion) {
     group.finish();
 }
 
+/// Asks a resumable sniffer after every `piece` bytes, on everything so far,
+/// until it answers; whether it matched. A router does the same: it keeps
+/// the answer by reference and clones only a final one.
+fn resumed<S>(
+    data: &[u8],
+    piece: usize,
+    sniffer: &mut S,
+    ask: impl Fn(&mut S, &[u8]) -> Option<bool>,
+) -> bool {
+    let mut end = piece.min(data.len());
+    loop {
+        if let Some(matched) = ask(sniffer, &data[..end]) {
+            return matched;
+        }
+        if end == data.len() {
+            return false;
+        }
+        end = (end + piece).min(data.len());
+    }
+}
+
+/// `None` while the answer may change, then whether it is a match.
+fn final_match<T>(answer: &Sniff<T>) -> Option<bool> {
+    (!answer.is_need_more()).then(|| answer.facts().is_some())
+}
+
+/// A 16 KiB first flight one byte at a time: the resumable sniffer asked
+/// after every byte, the whole input at once, and the pure function asked
+/// again on everything after every byte.
+fn trickle(c: &mut Criterion) {
+    type Run = Box<dyn Fn(&[u8], usize) -> bool>;
+    const HEAD: usize = 16 * 1024;
+    // Each asks until the answer is final, and says whether it matched.
+    let cases: Vec<(&str, Vec<u8>, Run, Run)> = vec![
+        (
+            "trickle_tls_one_byte_records_16K",
+            flights::trickled_hello(tls::DEFAULT_MAX_HELLO),
+            Box::new(|d, piece| {
+                resumed(d, piece, &mut tls::Sniffer::new(), |s, d| {
+                    final_match(s.sniff(d, tls::DEFAULT_MAX_HELLO))
+                })
+            }),
+            Box::new(|d, piece| {
+                by_pieces(d, piece, |d| tls::sniff(d, tls::DEFAULT_MAX_HELLO))
+                    .facts()
+                    .is_some()
+            }),
+        ),
+        (
+            "trickle_http_head_16K",
+            flights::long_head(HEAD),
+            Box::new(|d, piece| {
+                resumed(d, piece, &mut http::Sniffer::new(), |s, d| {
+                    final_match(s.sniff(d, HEAD, 128))
+                })
+            }),
+            Box::new(|d, piece| {
+                by_pieces(d, piece, |d| http::sniff(d, HEAD, 128))
+                    .facts()
+                    .is_some()
+            }),
+        ),
+        (
+            "trickle_proxy_v2_8K",
+            flights::proxy_v2_with_tlv(8 * 1024),
+            Box::new(|d, piece| {
+                resumed(d, piece, &mut proxy::Sniffer::new(), |s, d| {
+                    final_match(s.sniff(d, HEAD))
+                })
+            }),
+            Box::new(|d, piece| {
+                by_pieces(d, piece, |d| proxy::sniff(d, HEAD))
+                    .facts()
+                    .is_some()
+            }),
+        ),
+    ];
+    for (name, data, resumed, pure) in &cases {
+        assert!(
+            resumed(data, usize::MAX) && resumed(data, 1) && pure(data, 1),
+            "{name}"
+        );
+        let mut group = c.benchmark_group(*name);
+        group.sample_size(10);
+        group.bench_function("cleave_sniffer_whole", |b| {
+            b.iter(|| black_box(resumed(black_box(data), usize::MAX)))
+        });
+        group.bench_function("cleave_sniffer_bytes_1", |b| {
+            b.iter(|| black_box(resumed(black_box(data), 1)))
+        });
+        group.bench_function("pure_sniff_again_bytes_1", |b| {
+            b.iter(|| black_box(pure(black_box(data), 1)))
+        });
+        group.finish();
+    }
+}
+
 criterion_group! {
     name = sniff;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = sni, proxy_header, http_head
+    targets = sni, proxy_header, http_head, trickle
 }
 criterion_main!(sniff);

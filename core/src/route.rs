@@ -24,7 +24,10 @@ pub const DEFAULT_INSPECT_DELAY: Duration = Duration::from_secs(5);
 
 /// A host name to compare with an SNI or a Host header: exact
 /// (`example.com`) or a wildcard for any subdomain (`*.example.com`, which
-/// does not match `example.com` itself). Compared without case.
+/// does not match `example.com` itself). Compared without case and
+/// without a trailing dot, so `EXAMPLE.com.` matches `example.com`; the
+/// bytes the client sent are not rewritten, so the backend sees them as
+/// sent and must treat them as the same name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct HostPattern {
     name: String,
@@ -70,7 +73,8 @@ pub enum Match {
     TlsAlpn(Bytes),
     /// Any TLS ClientHello.
     Tls,
-    /// An HTTP/1.x request whose Host (port left out) matches.
+    /// An HTTP/1.x request whose Host (port left out) matches: the
+    /// connection's first request, as for every rule.
     HttpHost(HostPattern),
     /// An HTTP/1.x request asking to upgrade; to this protocol (compared
     /// without case), if one is given.
@@ -237,6 +241,12 @@ enum Verdict {
 }
 
 /// Ordered rules over the sniffers, with a fallback.
+///
+/// The decision is for the connection, made on its first bytes: with HTTP,
+/// on the first request's head only. A keep-alive client may send later
+/// requests on the same connection for other hosts; they go where the
+/// first one went, unseen by the router (see
+/// [`RequestHead::host`]).
 ///
 /// The router looks at the first bytes (never more than its budget) and
 /// goes through the rules in order: a rule that matches decides; a rule

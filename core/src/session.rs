@@ -193,7 +193,9 @@ pub struct Session<T, D: Decoder = NoFrames> {
     examined: u64,
     started: Option<Duration>,
     eof: bool,
-    config: SessionConfig,
+    /// The PROXY settings (the receive buffer keeps its own).
+    proxy: ProxyMode,
+    proxy_max: usize,
 }
 
 /// The sniffers' progress over a session's first bytes.
@@ -242,7 +244,8 @@ impl<T: Clone, D: Decoder> Session<T, D> {
             examined: 0,
             started: None,
             eof: false,
-            config,
+            proxy: config.proxy,
+            proxy_max: config.proxy_max,
         }
     }
 
@@ -314,7 +317,7 @@ impl<T: Clone, D: Decoder> Session<T, D> {
                         self.state = State::Sniff;
                         return Ok(Some(Event::Proxy { header: facts, len }));
                     }
-                    Sniff::NoMatch if self.config.proxy == ProxyMode::Optional => {
+                    Sniff::NoMatch if self.proxy == ProxyMode::Optional => {
                         self.state = State::Sniff;
                     }
                     Sniff::NoMatch => {
@@ -329,7 +332,7 @@ impl<T: Clone, D: Decoder> Session<T, D> {
                     }
                     // The stream ended inside what may have been a header:
                     // if one was optional, these are the client's bytes.
-                    Sniff::NeedMore if self.eof && self.config.proxy == ProxyMode::Optional => {
+                    Sniff::NeedMore if self.eof && self.proxy == ProxyMode::Optional => {
                         self.state = State::Sniff;
                     }
                     Sniff::NeedMore if self.eof => return Ok(Some(self.close())),
@@ -381,7 +384,7 @@ impl<T: Clone, D: Decoder> Session<T, D> {
 
     /// The PROXY sniffer's answer for the bytes so far.
     fn sniff_proxy(&mut self) -> Sniff<ProxyHeader> {
-        let max = self.config.proxy_max;
+        let max = self.proxy_max;
         let data = self.buf.peek();
         let sniffing = self.sniffing.get_or_insert_with(Box::default);
         sniffing.proxy.sniff(data, max).clone()

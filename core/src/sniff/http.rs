@@ -71,8 +71,15 @@ impl RequestHead {
     ///
     /// The sniffer refuses a head whose Host is repeated, is not a
     /// `host[:port]`, or is not the authority its target names
-    /// ([`Field::HttpHost`]), so this is the host any server behind the
-    /// router will serve.
+    /// ([`Field::HttpHost`]), so this is the host a server will take this
+    /// request to be for.
+    ///
+    /// It is this one request's: the sniffer reads the first head of a
+    /// connection, and a router decides once per connection. A keep-alive
+    /// client can send its next request on the same connection for another
+    /// host, which no sniffer sees; a router that must not pass such a
+    /// request to this request's backend needs per-request routing (HTTP
+    /// body framing), or a backend that checks each Host itself.
     pub fn host(&self) -> Option<&str> {
         self.host.map(|s| self.text(s))
     }
@@ -104,6 +111,9 @@ impl RequestHead {
 
     /// The host without its port, lowercased: what routing compares. An
     /// IPv6 literal comes without its brackets (`[::1]:8080` gives `::1`).
+    /// A trailing dot is kept here; [`HostPattern`](crate::route::HostPattern)
+    /// ignores it when it compares. Nothing is rewritten on the wire: the
+    /// backend sees the Host as the client sent it.
     pub fn host_name(&self) -> Option<String> {
         let host = self.host()?;
         let name = match host.strip_prefix('[') {
@@ -167,6 +177,36 @@ static NEVER_IN_HEAD: [bool; 256] = {
     table
 };
 
+/// The bytes a header name may start with: tchar (RFC 9110, section 5.6.2),
+/// as httparse's token table.
+static HEADER_NAME_START: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    let specials = b"!#$%&'*+-.^_`|~";
+    while i < specials.len() {
+        table[specials[i] as usize] = true;
+        i += 1;
+    }
+    let mut b = 0;
+    while b < 256 {
+        let digit = b >= 0x30 && b <= 0x39;
+        let letter = (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a);
+        table[b] = table[b] || digit || letter;
+        b += 1;
+    }
+    table
+};
+
+/// Where the head in `window` ends (after its empty line), if it does: a
+/// `\n` followed by `\n` or `\r\n`.
+fn head_end(window: &[u8]) -> Option<usize> {
+    memchr::memchr_iter(b'\n', window).find_map(|at| match window.get(at + 1..) {
+        Some([b'\n', ..]) => Some(at + 2),
+        Some([b'\r', b'\n', ..]) => Some(at + 3),
+        _ => None,
+    })
+}
+
 /// The HTTP sniffer for one connection, resumable: each call looks only at
 /// the bytes that arrived since the last one, so a head trickled a byte at
 /// a time costs linear work, not quadratic.
@@ -224,6 +264,7 @@ impl Sniffer {
 
     /// The answer for `data`, the connection's first bytes so far: as
     /// [`sniff`]`(data, max_len, max_headers)`, once final kept.
+    #[inline]
     pub fn sniff(
         &mut self,
         data: &[u8],
@@ -252,6 +293,7 @@ impl Sniffer {
         self.examined
     }
 
+    #[inline(never)]
     fn step(&mut self, data: &[u8], max_len: usize, max_headers: usize) -> Sniff<RequestHead> {
         match data.first() {
             None => return Sniff::NeedMore,
@@ -260,12 +302,29 @@ impl Sniffer {
         }
         let max_headers = max_headers.min(MAX_HEADERS);
         let window = &data[..data.len().min(max_len)];
+        if self.scanned == 0 {
+            // All of the head at once: httparse's one pass over it gives
+            // the answer the lines would give one by one.
+            if let Some(end) = head_end(window) {
+                self.examined += end as u64;
+                return self.parse_head(&window[..end], max_headers);
+            }
+        }
         while self.scanned < window.len() {
             let at = self.scanned;
             let b = window[at];
             self.examined += 1;
             if NEVER_IN_HEAD[usize::from(b)] {
                 return Sniff::NoMatch;
+            }
+            if at == self.line && self.lines > max_headers && !matches!(b, b'\r' | b'\n') {
+                // A header past the limit begins: httparse's order (a name
+                // byte first, then a slot for it).
+                return if HEADER_NAME_START[usize::from(b)] {
+                    over_budget(max_headers, max_headers as u64 + 1)
+                } else {
+                    Sniff::NoMatch
+                };
             }
             if b == b'\r' {
                 match window.get(at + 1) {
@@ -313,9 +372,6 @@ impl Sniffer {
         if matches!(line, b"\n" | b"\r\n") {
             // The empty line: the head is whole; parse it all, once.
             return Some(self.parse_head(&window[..self.line], max_headers));
-        }
-        if self.lines - 1 > max_headers {
-            return Some(over_budget(max_headers, max_headers as u64 + 1));
         }
         let mut header = [httparse::EMPTY_HEADER; 1];
         match httparse::parse_headers(line, &mut header) {

@@ -223,6 +223,7 @@ impl Sniffer {
 
     /// The answer for `data`, the connection's first bytes so far: as
     /// [`sniff`]`(data, max_len)`, once final kept.
+    #[inline]
     pub fn sniff(&mut self, data: &[u8], max_len: usize) -> &Sniff<ProxyHeader> {
         if data.len() < self.seen {
             *self = Self::new();
@@ -245,6 +246,7 @@ impl Sniffer {
         self.examined
     }
 
+    #[inline(never)]
     fn step(&mut self, data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
         // Read no further than the budget, so the answer does not depend on
         // how much more has arrived; undecided at the budget is over it.

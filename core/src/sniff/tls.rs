@@ -170,6 +170,7 @@ impl Sniffer {
 
     /// The answer for `data`, the connection's first bytes so far: as
     /// [`sniff`]`(data, max_len)`, once final kept.
+    #[inline]
     pub fn sniff(&mut self, data: &[u8], max_len: usize) -> &Sniff<ClientHello> {
         if data.len() < self.seen {
             *self = Self::new();
@@ -193,6 +194,7 @@ impl Sniffer {
         self.examined
     }
 
+    #[inline(never)]
     fn step(&mut self, data: &[u8], max_len: usize) -> Sniff<ClientHello> {
         let first = data.first().copied();
         // Read no further than the budget, so the answer does not depend on
