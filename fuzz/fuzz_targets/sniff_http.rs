@@ -1,7 +1,8 @@
 //! The http sniffer on any bytes, with any budget: no panic, "need more"
 //! until the answer is final and the same answer for any longer input (so
 //! any split of the input gives the same answer), and a match never longer
-//! than the input or the budget. Seed it with the fixtures (the first
+//! than the input or the budget; a resumable sniffer over growing prefixes
+//! answers as the pure function. Seed it with the fixtures (the first
 //! directory is the one libFuzzer writes to):
 //! `cargo fuzz run sniff_http corpus/sniff_http ../core/tests/fixtures`.
 
@@ -21,6 +22,9 @@ fuzz_target!(|data: &[u8]| {
     let budget = if knob < 200 { http::DEFAULT_MAX_HEAD } else { usize::from(knob - 200) * 8 };
     let sniff = |d: &[u8]| http::sniff(d, budget, 1 + usize::from(knob % 70));
     let answer = sniff_model::assert_sampled_prefix_stable(data, 64, sniff);
+    // One resumable sniffer over growing prefixes answers as the pure one.
+    let mut s = http::Sniffer::new();
+    sniff_model::assert_resumes_as_pure(data, 64, |d| s.sniff(d, budget, 1 + usize::from(knob % 70)).clone(), sniff);
     if let Sniff::Match { len, .. } = answer {
         assert!(len <= data.len() && len <= budget.max(data.len()), "{} of {} bytes, budget {}", len, data.len(), budget);
     }

@@ -54,3 +54,18 @@ pub fn assert_sampled_prefix_stable<T: PartialEq + std::fmt::Debug>(
     }
     whole
 }
+
+/// A resumable sniffer (`resumed`, one instance) asked on growing prefixes
+/// of `data` — at most `points` of them, every one for short inputs —
+/// answers on each as the pure function does.
+pub fn assert_resumes_as_pure<T: PartialEq + std::fmt::Debug>(
+    data: &[u8],
+    points: usize,
+    mut resumed: impl FnMut(&[u8]) -> Sniff<T>,
+    pure: impl Fn(&[u8]) -> Sniff<T>,
+) {
+    let step = (data.len() / points.max(1)).max(1);
+    for k in (0..=data.len()).step_by(step).chain([data.len()]) {
+        assert_eq!(resumed(&data[..k]), pure(&data[..k]), "at {k} bytes");
+    }
+}
