@@ -177,26 +177,6 @@ static NEVER_IN_HEAD: [bool; 256] = {
     table
 };
 
-/// The bytes a header name may start with: tchar (RFC 9110, section 5.6.2),
-/// as httparse's token table.
-static HEADER_NAME_START: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut i = 0;
-    let specials = b"!#$%&'*+-.^_`|~";
-    while i < specials.len() {
-        table[specials[i] as usize] = true;
-        i += 1;
-    }
-    let mut b = 0;
-    while b < 256 {
-        let digit = b >= 0x30 && b <= 0x39;
-        let letter = (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a);
-        table[b] = table[b] || digit || letter;
-        b += 1;
-    }
-    table
-};
-
 /// Where the head in `window` ends (after its empty line), if it does: a
 /// `\n` followed by `\n` or `\r\n`.
 fn head_end(window: &[u8]) -> Option<usize> {
@@ -317,15 +297,6 @@ impl Sniffer {
             if NEVER_IN_HEAD[usize::from(b)] {
                 return Sniff::NoMatch;
             }
-            if at == self.line && self.lines > max_headers && !matches!(b, b'\r' | b'\n') {
-                // A header past the limit begins: httparse's order (a name
-                // byte first, then a slot for it).
-                return if HEADER_NAME_START[usize::from(b)] {
-                    over_budget(max_headers, max_headers as u64 + 1)
-                } else {
-                    Sniff::NoMatch
-                };
-            }
             if b == b'\r' {
                 match window.get(at + 1) {
                     None => break, // judged when the next byte comes
@@ -375,6 +346,12 @@ impl Sniffer {
         }
         let mut header = [httparse::EMPTY_HEADER; 1];
         match httparse::parse_headers(line, &mut header) {
+            // A header past the limit counts once it is whole and well
+            // formed: httparse's order (it parses a header, then looks for
+            // a slot to put it in).
+            Ok(httparse::Status::Partial) if self.lines - 1 > max_headers => {
+                Some(over_budget(max_headers, max_headers as u64 + 1))
+            }
             Ok(httparse::Status::Partial) => None,
             _ => Some(Sniff::NoMatch),
         }
