@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 
-use cleave::{Bytes, Encoder, Event, Frame, Framed, Lines, Session};
+use cleave::{Bytes, Encoder, Event, Frame, Framed, Lines, Session, WriteQueueConfig};
 use cleave_mio::Conn;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
@@ -49,6 +49,7 @@ pub(crate) fn run(
     listener: std::net::TcpListener,
     connections: usize,
     session: impl Fn() -> Session<SocketAddr, Lines>,
+    queue: WriteQueueConfig,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let mut listener = TcpListener::from_std(listener);
@@ -70,7 +71,7 @@ pub(crate) fn run(
                         Ok((socket, _)) => {
                             socket.set_nodelay(true)?;
                             let i = pairs.len();
-                            let mut inbound = Conn::new(socket, session());
+                            let mut inbound = Conn::with_queue(socket, session(), queue);
                             inbound.register(poll.registry(), client(i))?;
                             pairs.push(Some(Pair {
                                 inbound,
@@ -121,7 +122,8 @@ pub(crate) fn run(
                                 // (WouldBlock) until it is connected.
                                 let socket = TcpStream::connect(decision.target)?;
                                 socket.set_nodelay(true)?;
-                                let mut outbound = Conn::new(socket, Framed::new(Lines::new()));
+                                let mut outbound =
+                                    Conn::with_queue(socket, Framed::new(Lines::new()), queue);
                                 outbound.register(poll.registry(), sink(i))?;
                                 pair.outbound = Some(outbound);
                             }

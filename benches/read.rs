@@ -317,11 +317,65 @@ fn varint(c: &mut Criterion) {
     group.finish();
 }
 
+/// Reads `input` into the buffer's spare room in reads of at most `piece`
+/// bytes, as an adapter does, and decodes lines after each; with `idle`,
+/// each read is a burst after which the connection goes idle: the buffer
+/// gives back what it does not need (`shrink_to_fit`), as the adapters do
+/// when the next read finds nothing.
+fn cleave_read_lines(input: &[u8], piece: usize, idle: bool) -> Tally {
+    let mut buf = RecvBuf::new();
+    let mut lines = Lines::new();
+    let mut t = (0, 0);
+    for chunk in input.chunks(piece) {
+        let mut chunk = chunk;
+        while !chunk.is_empty() {
+            let spare = buf.spare_mut().unwrap();
+            let n = spare.len().min(chunk.len());
+            spare[..n].copy_from_slice(&chunk[..n]);
+            buf.commit(n).unwrap();
+            chunk = &chunk[n..];
+        }
+        while let Some(frame) = lines.decode(&mut buf).unwrap() {
+            tally(&mut t, &frame);
+            black_box(frame);
+        }
+        if idle {
+            buf.shrink_to_fit();
+        }
+    }
+    t
+}
+
+/// What giving memory back when idle costs: a burst of lines then idle,
+/// every read, beside the same reads with the block kept.
+fn idle_release(c: &mut Criterion) {
+    let input = lines_input(16 * 1024, 64);
+    let mut group = c.benchmark_group("lines_64B_1MiB_idle_after_each_read");
+    group.throughput(Throughput::Elements(16 * 1024));
+    for (mode, piece) in [
+        ("reads_8K", 8 * 1024),
+        ("reads_1460B", 1460),
+        ("reads_64B", FRAGMENTED),
+    ] {
+        let kept = cleave_read_lines(&input, piece, false);
+        assert_eq!(kept, cleave_read_lines(&input, piece, true));
+        assert_eq!(kept, manual_lines(&input, piece));
+        group.bench_function(BenchmarkId::new("block_kept", mode), |b| {
+            b.iter(|| cleave_read_lines(black_box(&input), piece, false))
+        });
+        group.bench_function(
+            BenchmarkId::new("shrink_to_fit_after_each_read", mode),
+            |b| b.iter(|| cleave_read_lines(black_box(&input), piece, true)),
+        );
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = read;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = lines, length_prefixed, varint
+    targets = lines, length_prefixed, varint, idle_release
 }
 criterion_main!(read);

@@ -14,7 +14,7 @@
 use std::io::{self, BufRead, BufReader, Write as _};
 use std::net::SocketAddr;
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,8 +44,12 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Variant {
     CleaveSameTask,
+    /// The same, with buffers kept when a connection goes idle.
+    CleaveSameTaskKeep,
     CleaveCrossTask,
     CleaveMio,
+    /// The same, with buffers kept when a connection goes idle.
+    CleaveMioKeep,
     CleaveStd,
     BytesHandoff,
     ManualVec,
@@ -53,10 +57,12 @@ enum Variant {
 }
 
 impl Variant {
-    const ALL: [Variant; 7] = [
+    const ALL: [Variant; 9] = [
         Variant::CleaveSameTask,
+        Variant::CleaveSameTaskKeep,
         Variant::CleaveCrossTask,
         Variant::CleaveMio,
+        Variant::CleaveMioKeep,
         Variant::CleaveStd,
         Variant::BytesHandoff,
         Variant::ManualVec,
@@ -66,8 +72,10 @@ impl Variant {
     fn name(self) -> &'static str {
         match self {
             Variant::CleaveSameTask => "cleave_same_task",
+            Variant::CleaveSameTaskKeep => "cleave_same_task_keep",
             Variant::CleaveCrossTask => "cleave_cross_task",
             Variant::CleaveMio => "cleave_mio",
+            Variant::CleaveMioKeep => "cleave_mio_keep",
             Variant::CleaveStd => "cleave_std",
             Variant::BytesHandoff => "bytes_handoff",
             Variant::ManualVec => "manual_vec",
@@ -80,10 +88,16 @@ impl Variant {
             Variant::CleaveSameTask => {
                 "cleave-tokio `SessionReader` + `Writer` (same task), then `tunnel`"
             }
+            Variant::CleaveSameTaskKeep => {
+                "the same, buffers kept when idle (`release_when_idle(false)`)"
+            }
             Variant::CleaveCrossTask => {
                 "cleave-tokio `SessionReader` + `spawn_writer` handle (everything through it)"
             }
             Variant::CleaveMio => "cleave-mio `Conn`s, all on one thread's poll loop",
+            Variant::CleaveMioKeep => {
+                "cleave-mio, buffers kept when idle (`release_when_idle(false)`)"
+            }
             Variant::CleaveStd => "cleave-std `Stream`s, a thread per connection",
             Variant::BytesHandoff => "bytes-handoff `HandoffBuffer` + `WriteHandoff`",
             Variant::ManualVec => "hand-written `Vec<u8>` parser, direct writes",
@@ -93,7 +107,10 @@ impl Variant {
 
     /// Whether the proxy runs on a tokio runtime.
     fn on_tokio(self) -> bool {
-        !matches!(self, Variant::CleaveMio | Variant::CleaveStd)
+        !matches!(
+            self,
+            Variant::CleaveMio | Variant::CleaveMioKeep | Variant::CleaveStd
+        )
     }
 
     fn parse(name: &str) -> Option<Variant> {
@@ -214,10 +231,23 @@ fn proxy_main(variant: Variant, sink: SocketAddr, shape: Shape, threads: usize) 
     io::stdout().flush().expect("stdout");
     // The runtime's threads start before the measurement does.
     let rt = variant.on_tokio().then(|| runtime(threads));
+    KEEP_IDLE_BLOCKS.store(
+        matches!(
+            variant,
+            Variant::CleaveSameTaskKeep | Variant::CleaveMioKeep
+        ),
+        Ordering::Relaxed,
+    );
     let (user, system, _) = usage();
     match (variant, rt) {
-        (Variant::CleaveMio, _) => {
-            mio_proxy::run(listener, shape.connections, || session(sink)).expect("mio proxy");
+        (Variant::CleaveMio | Variant::CleaveMioKeep, _) => {
+            mio_proxy::run(
+                listener,
+                shape.connections,
+                || session(sink),
+                queue_config(),
+            )
+            .expect("mio proxy");
         }
         (Variant::CleaveStd, _) => {
             std_proxy::run(listener, shape.connections, || session(sink)).expect("std proxy");
@@ -259,14 +289,22 @@ async fn proxy(
     shape: Shape,
 ) -> io::Result<()> {
     match variant {
-        Variant::CleaveSameTask => cleave_same_task(inbound, sink).await,
+        Variant::CleaveSameTask | Variant::CleaveSameTaskKeep => {
+            cleave_same_task(inbound, sink).await
+        }
         Variant::CleaveCrossTask => cleave_cross_task(inbound, sink).await,
-        Variant::CleaveMio | Variant::CleaveStd => unreachable!("runs without tokio"),
+        Variant::CleaveMio | Variant::CleaveMioKeep | Variant::CleaveStd => {
+            unreachable!("runs without tokio")
+        }
         Variant::BytesHandoff => bytes_handoff(inbound, connect(sink).await?, shape).await,
         Variant::ManualVec => manual_vec(inbound, connect(sink).await?).await,
         Variant::RawCopy => raw_copy(inbound, connect(sink).await?).await,
     }
 }
+
+/// Whether this proxy process keeps its buffers when a connection goes
+/// idle (the `_keep` variants), set once before it starts.
+static KEEP_IDLE_BLOCKS: AtomicBool = AtomicBool::new(false);
 
 /// The session every cleave variant runs: route on the first bytes, then
 /// lines until `TUNNEL`, then raw bytes.
@@ -275,7 +313,8 @@ fn session(sink: SocketAddr) -> Session<SocketAddr, Lines> {
     let recv = RecvBufConfig::default()
         .read_reserve(READ_RESERVE)
         .expect("valid reserve")
-        .idle_capacity(READ_RESERVE);
+        .idle_capacity(READ_RESERVE)
+        .release_when_idle(!KEEP_IDLE_BLOCKS.load(Ordering::Relaxed));
     Session::framed(
         router,
         Lines::new(),
@@ -288,6 +327,7 @@ fn queue_config() -> WriteQueueConfig {
     WriteQueueConfig::default()
         .max_bytes(WRITE_PENDING)
         .expect("valid limit")
+        .release_when_idle(!KEEP_IDLE_BLOCKS.load(Ordering::Relaxed))
 }
 
 fn other<E: std::error::Error + Send + Sync + 'static>(e: E) -> io::Error {
@@ -816,9 +856,10 @@ stream_harness: the content-routed stream workload over loopback TCP.
 Options:
   --scenario fragmented|coalesced|all   default: all
       fragmented: 64 B writes, 1 MiB tunnels; coalesced: 16 KiB writes, 16 MiB tunnels
-  --variants a,b,...   default: all of cleave_same_task, cleave_cross_task,
-                       cleave_mio, cleave_std, bytes_handoff, manual_vec,
-                       raw_copy
+  --variants a,b,...   default: all of cleave_same_task, cleave_same_task_keep,
+                       cleave_cross_task, cleave_mio, cleave_mio_keep,
+                       cleave_std, bytes_handoff, manual_vec, raw_copy
+                       (_keep: buffers kept when a connection goes idle)
   --connections N      default: 64
   --runs N             default: 3 (figures are medians)
   --threads N          proxy runtime workers, default: the number of cores

@@ -1,7 +1,7 @@
 //! What one connection's core state (a `Framed<Lines>` read side and a
 //! `WriteQueue`) holds on the heap once it goes idle after real traffic,
 //! counted by a global allocator: nothing, when the adapter does what the
-//! adapters do when a read finds nothing (`shrink_to_fit` on both); the
+//! adapters do when a read finds nothing (`release_idle` on both); the
 //! bytes of a partial line, and no more, while one waits.
 
 #[path = "support/counting.rs"]
@@ -62,8 +62,8 @@ impl Conn {
     /// What an adapter does when a read finds nothing: the connection is
     /// about to wait.
     fn go_idle(&mut self) {
-        self.read.recv_buf().shrink_to_fit();
-        self.queue.shrink_to_fit();
+        self.read.recv_buf().release_idle();
+        self.queue.release_idle();
     }
 }
 
@@ -114,4 +114,29 @@ fn shrinking_keeps_every_byte_and_a_busy_buffer_keeps_its_block() {
     queue.push(Bytes::from_static(b"pending")).expect("room");
     assert!(!queue.shrink_to_fit());
     assert_eq!(queue.len(), 7);
+}
+
+#[test]
+fn a_connection_configured_to_keep_its_blocks_keeps_them_when_idle() {
+    use cleave::{RecvBufConfig, WriteQueueConfig};
+    let before = live_bytes();
+    let mut conn = Conn {
+        read: Framed::with_config(
+            Lines::new(),
+            RecvBufConfig::default().release_when_idle(false),
+        ),
+        queue: WriteQueue::with_config(WriteQueueConfig::default().release_when_idle(false)),
+        encoder: Lines::new(),
+    };
+    assert_eq!(conn.receive(b"a line\n"), 1);
+    conn.go_idle();
+    assert!(!conn.read.recv_buf().release_idle() && !conn.queue.release_idle());
+    let kept = live_bytes() - before;
+    assert!(
+        kept >= 8 * 1024,
+        "the read block and the run buffer stay: {kept}"
+    );
+    // shrink_to_fit still gives them back when asked.
+    assert!(conn.read.recv_buf().shrink_to_fit() && conn.queue.shrink_to_fit());
+    assert_eq!(live_bytes(), before);
 }

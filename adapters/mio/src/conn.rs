@@ -139,7 +139,7 @@ pub const DEFAULT_READ_BUDGET: usize = 64 * 1024;
 ///
 /// An idle connection holds no buffers: when a read finds the socket
 /// empty, the receive buffer gives back what it does not need
-/// ([`RecvBuf::shrink_to_fit`](cleave::RecvBuf::shrink_to_fit)), and so
+/// ([`RecvBuf::release_idle`](cleave::RecvBuf::release_idle)), and so
 /// does the write queue once flushed; nothing is allocated before the
 /// socket is readable.
 ///
@@ -327,8 +327,8 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
     /// receive buffer its block, a flushed queue its run buffer).
     fn went_idle(&mut self) {
         self.idle = true;
-        self.inbound.recv_buf().shrink_to_fit();
-        self.queue.shrink_to_fit();
+        self.inbound.recv_buf().release_idle();
+        self.queue.release_idle();
     }
 
     /// How many bytes one [`on_event`](Self::on_event) or
@@ -364,7 +364,7 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
         let flushed = self.queue.is_flushed();
         if flushed && self.idle {
             // Answered, and nothing more to read: keep no write memory.
-            self.queue.shrink_to_fit();
+            self.queue.release_idle();
         }
         if flushed && self.closing && !self.write_shut {
             self.write_shut = true;

@@ -282,7 +282,7 @@ impl<S: Read, P: Inbound> Stream<S, P> {
                         // Nothing came within the read timeout: the
                         // connection waits, so the buffer gives back what
                         // it does not need.
-                        buf.shrink_to_fit();
+                        buf.release_idle();
                     }
                     if e.kind() != io::ErrorKind::Interrupted {
                         return Err(FillError::Io(e));

@@ -245,7 +245,7 @@ impl<W: AsyncWrite + Unpin> Future for WriterTask<W> {
                 shared.writer = Some(cx.waker().clone());
                 if shared.queue.is_flushed() {
                     // Idle until the next push: keep no write memory.
-                    shared.queue.shrink_to_fit();
+                    shared.queue.release_idle();
                     return Poll::Pending;
                 }
                 continue; // pushed while flushing

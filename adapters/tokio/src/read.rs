@@ -46,7 +46,7 @@ pub(crate) fn poll_fill<R: AsyncRead + Unpin>(
         }
         Poll::Pending => {
             buf.commit(0)?;
-            buf.shrink_to_fit();
+            buf.release_idle();
             Poll::Pending
         }
     }

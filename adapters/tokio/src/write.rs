@@ -198,7 +198,7 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
 
     /// Writes everything queued and flushes the writer; then the queue
     /// gives back the memory it kept for more writes
-    /// ([`WriteQueue::shrink_to_fit`]): a connection that waits after a
+    /// ([`WriteQueue::release_idle`]): a connection that waits after a
     /// flush holds no write memory.
     ///
     /// # Errors
@@ -207,7 +207,7 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     pub async fn flush(&mut self) -> io::Result<()> {
         self.drain().await?;
         self.io.flush().await?;
-        self.queue.shrink_to_fit();
+        self.queue.release_idle();
         Ok(())
     }
 

@@ -285,9 +285,12 @@ impl Sniffer {
         if self.scanned == 0 {
             // All of the head at once: httparse's one pass over it gives
             // the answer the lines would give one by one.
-            if let Some(end) = head_end(window) {
-                self.examined += end as u64;
-                return self.parse_head(&window[..end], max_headers);
+            match head_end(window) {
+                Some(end) => {
+                    self.examined += end as u64;
+                    return self.parse_head(&window[..end], max_headers);
+                }
+                None => self.examined += window.len() as u64,
             }
         }
         while self.scanned < window.len() {
@@ -359,8 +362,9 @@ impl Sniffer {
 
     /// The whole head, as httparse reads it.
     fn parse_head(&mut self, head: &[u8], max_headers: usize) -> Sniff<RequestHead> {
-        self.examined += 2 * head.len() as u64; // parsed, then copied
-                                                // Uninitialised header slots: nothing to clear before the parse.
+        // Parsed, then copied into the facts.
+        self.examined += 2 * head.len() as u64;
+        // Uninitialised header slots: nothing to clear before the parse.
         let mut headers = [MaybeUninit::uninit(); MAX_HEADERS];
         let mut request = httparse::Request::new(&mut []);
         match request.parse_with_uninit_headers(head, &mut headers[..max_headers]) {

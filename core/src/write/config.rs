@@ -86,6 +86,7 @@ pub struct WriteQueueConfig {
     pub(crate) piece_size: usize,
     pub(crate) max_slices: usize,
     pub(crate) max_drain_bytes: usize,
+    pub(crate) release_when_idle: bool,
 }
 
 impl Default for WriteQueueConfig {
@@ -100,6 +101,7 @@ impl Default for WriteQueueConfig {
             piece_size: DEFAULT_PIECE_SIZE,
             max_slices: DEFAULT_MAX_SLICES,
             max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,
+            release_when_idle: true,
         }
     }
 }
@@ -114,6 +116,21 @@ fn at_least_one(setting: &'static str, value: usize) -> Result<usize, Error> {
 }
 
 impl WriteQueueConfig {
+    /// Whether [`WriteQueue::release_idle`](crate::WriteQueue::release_idle)
+    /// gives memory back (what the adapters call when the queue is flushed
+    /// and the connection waits). On by default: an idle connection then
+    /// holds no run buffer (16 KiB once a small write came); the price is
+    /// one allocation for the next burst's small writes.
+    pub fn release_when_idle(mut self, release: bool) -> Self {
+        self.release_when_idle = release;
+        self
+    }
+
+    /// See [`release_when_idle`](Self::release_when_idle).
+    pub fn releases_when_idle(&self) -> bool {
+        self.release_when_idle
+    }
+
     /// The most writes (pushes) pending at once.
     ///
     /// # Errors

@@ -422,6 +422,13 @@ impl WriteQueue {
         released
     }
 
+    /// What an adapter calls when the queue is flushed and the connection
+    /// is about to wait: [`shrink_to_fit`](Self::shrink_to_fit), unless
+    /// [`WriteQueueConfig::release_when_idle`] is off.
+    pub fn release_idle(&mut self) -> bool {
+        self.config.release_when_idle && self.shrink_to_fit()
+    }
+
     /// Fills `out` with the next slices to write and returns how many it
     /// filled: at most `max_slices` of them, `max_drain_bytes` in all, each
     /// at most `piece_size`. Call [`advance`](Self::advance) with what the
