@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use bytes_handoff::{WriteHandoff, WriteHandoffConfig};
-use cleave::WriteQueueConfig;
+use cleave_proto::WriteQueueConfig;
 use cleave_tokio::{spawn_writer, Writer};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tokio::io::{AsyncWrite, AsyncWriteExt};

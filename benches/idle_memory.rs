@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use cleave::{Encoder, Framed, Lines};
+use cleave_proto::{Encoder, Framed, Lines};
 use cleave_mio::{Conn, Conns};
 use futures_util::StreamExt;
 
@@ -234,14 +234,14 @@ static TASK_FUTURE: AtomicU64 = AtomicU64::new(0);
 fn sizes() -> Vec<(&'static str, usize)> {
     vec![
         (
-            "cleave_mio::Conn<mio::net::TcpStream, cleave::Framed<cleave::Lines>>",
+            "cleave_mio::Conn<mio::net::TcpStream, cleave_proto::Framed<cleave_proto::Lines>>",
             size_of::<Conn<mio::net::TcpStream, Framed<Lines>>>(),
         ),
-        ("cleave::WriteQueue", size_of::<cleave::WriteQueue>()),
-        ("cleave::RecvBuf", size_of::<cleave::RecvBuf>()),
-        ("cleave::Framed<cleave::Lines>", size_of::<Framed<Lines>>()),
+        ("cleave_proto::WriteQueue", size_of::<cleave_proto::WriteQueue>()),
+        ("cleave_proto::RecvBuf", size_of::<cleave_proto::RecvBuf>()),
+        ("cleave_proto::Framed<cleave_proto::Lines>", size_of::<Framed<Lines>>()),
         (
-            "cleave_tokio::FrameReader<tokio::net::tcp::OwnedReadHalf, cleave::Lines>",
+            "cleave_tokio::FrameReader<tokio::net::tcp::OwnedReadHalf, cleave_proto::Lines>",
             size_of::<cleave_tokio::FrameReader<tokio::net::tcp::OwnedReadHalf, Lines>>(),
         ),
         (
@@ -249,8 +249,8 @@ fn sizes() -> Vec<(&'static str, usize)> {
             size_of::<cleave_tokio::Writer<tokio::net::tcp::OwnedWriteHalf>>(),
         ),
         (
-            "cleave::Session<usize>",
-            size_of::<cleave::Session<usize>>(),
+            "cleave_proto::Session<usize>",
+            size_of::<cleave_proto::Session<usize>>(),
         ),
         (
             "the tokio server's connection task (its future, size_of_val)",
@@ -373,7 +373,7 @@ fn serve_mio(listener: std::net::TcpListener, ready: mpsc::Sender<()>) -> Result
 fn echo_mio(
     conn: &mut Conn<mio::net::TcpStream, Framed<Lines>>,
     event: &mio::event::Event,
-    lines: &mut Vec<cleave::Bytes>,
+    lines: &mut Vec<cleave_proto::Bytes>,
     encoder: &mut Lines,
 ) -> Result<(), BoxError> {
     let mut outcome = conn.on_event(event, lines);

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 
-use cleave::{Bytes, Encoder, Event, Frame, Framed, Lines, Session, WriteQueueConfig};
+use cleave_proto::{Bytes, Encoder, Event, Frame, Framed, Lines, Session, WriteQueueConfig};
 use cleave_mio::Conn;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};

@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use cleave::{Decoder, LengthPrefixed, Lines, LinesConfig, RecvBuf, RecvBufConfig, Varint};
+use cleave_proto::{Decoder, LengthPrefixed, Lines, LinesConfig, RecvBuf, RecvBufConfig, Varint};
 use cleave_benches::{
     block_on, length_input, lines_input, varint_input, Pieces, COALESCED, FRAGMENTED,
 };

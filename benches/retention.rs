@@ -15,7 +15,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use cleave::{Bytes, Decoder, Lines, LinesConfig, RecvBuf, RecvBufConfig};
+use cleave_proto::{Bytes, Decoder, Lines, LinesConfig, RecvBuf, RecvBufConfig};
 use cleave_benches::lines_input;
 
 struct Tracking;

@@ -16,7 +16,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use cleave::sniff::{http, proxy, tls, Sniff};
+use cleave_proto::sniff::{http, proxy, tls, Sniff};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 #[path = "../core/tests/support/flights.rs"]

@@ -7,7 +7,7 @@ use std::io;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::thread;
 
-use cleave::{Encoder, Event, Lines, Session};
+use cleave_proto::{Encoder, Event, Lines, Session};
 use cleave_std::Stream;
 
 type Sink = Stream<TcpStream, ()>;
@@ -54,7 +54,7 @@ fn proxy(socket: TcpStream, session: Session<SocketAddr, Lines>) -> io::Result<(
 }
 
 fn forward(
-    event: Event<SocketAddr, cleave::Bytes>,
+    event: Event<SocketAddr, cleave_proto::Bytes>,
     sink: &mut Option<Sink>,
     lines: &mut Lines,
 ) -> io::Result<()> {

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use bytes_handoff::{HandoffBuffer, HandoffBufferConfig, WriteHandoff, WriteHandoffConfig};
-use cleave::route::{Match, Router};
-use cleave::{Encoder, Event, Lines, RecvBufConfig, Session, SessionConfig, WriteQueueConfig};
+use cleave_proto::route::{Match, Router};
+use cleave_proto::{Encoder, Event, Lines, RecvBufConfig, Session, SessionConfig, WriteQueueConfig};
 use cleave_tokio::{spawn_writer, tunnel, SessionReader, Writer};
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};

@@ -9,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use cleave::{fragments, Encoder, LengthPrefixed, WriteQueue, WriteQueueConfig};
+use cleave_proto::{fragments, Encoder, LengthPrefixed, WriteQueue, WriteQueueConfig};
 use cleave_benches::{block_on, Counting};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use futures_util::SinkExt;

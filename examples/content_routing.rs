@@ -19,8 +19,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cleave::route::{Facts, HostPattern, Match, Router};
-use cleave::{Event, ProxyMode, Session, SessionConfig};
+use cleave_proto::route::{Facts, HostPattern, Match, Router};
+use cleave_proto::{Event, ProxyMode, Session, SessionConfig};
 use cleave_tokio::{tunnel, SessionReader};
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

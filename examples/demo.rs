@@ -33,9 +33,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cleave::route::{Facts, HostPattern, Match, Router};
-use cleave::sniff::{http, Sniff};
-use cleave::{Bytes, Encoder, Event, Lines, Session, SessionConfig};
+use cleave_proto::route::{Facts, HostPattern, Match, Router};
+use cleave_proto::sniff::{http, Sniff};
+use cleave_proto::{Bytes, Encoder, Event, Lines, Session, SessionConfig};
 use cleave_tokio::{tunnel, FrameReader, SessionReader, Writer};
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -14,7 +14,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use cleave::{Bytes, Encoder, Error, LengthPrefixed, Limit, WriteQueueConfig};
+use cleave_proto::{Bytes, Encoder, Error, LengthPrefixed, Limit, WriteQueueConfig};
 use cleave_tokio::{spawn_writer, FrameReader};
 use futures_util::StreamExt;
 use tokio::net::{TcpListener, TcpStream};

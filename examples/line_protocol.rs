@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use cleave::{Bytes, Encoder, Lines, LinesConfig};
+use cleave_proto::{Bytes, Encoder, Lines, LinesConfig};
 use cleave_tokio::{FrameReader, Writer};
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;

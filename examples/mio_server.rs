@@ -21,7 +21,7 @@ use std::net::{Shutdown, SocketAddr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use cleave::{Bytes, Encoder, Framed, Lines, LinesConfig};
+use cleave_proto::{Bytes, Encoder, Framed, Lines, LinesConfig};
 use cleave_mio::{Conn, ConnError, Conns};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};

@@ -11,7 +11,7 @@
 //! past it are handed over whole; the count at the end shows every byte is
 //! accounted for.
 
-use cleave::{Decoder, Error, Lines, LinesConfig, RecvBuf};
+use cleave_proto::{Decoder, Error, Lines, LinesConfig, RecvBuf};
 
 const STREAM: &[u8] = b"HELLO cleave\r\n\
 SET greeting bonjour\r\n\

@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
-use cleave::route::{Facts, HostPattern, Match, Router};
-use cleave::{Event, ProxyMode, Session, SessionConfig};
+use cleave_proto::route::{Facts, HostPattern, Match, Router};
+use cleave_proto::{Event, ProxyMode, Session, SessionConfig};
 
 /// The captured first flights (see core/tests/fixtures/README.md).
 const FLIGHTS: [(&str, &[u8]); 8] = [
@@ -83,7 +83,7 @@ fn router() -> Router<&'static str> {
         .rule(Match::Prefix("SSH-".into()), "ssh bastion")
 }
 
-fn main() -> Result<(), cleave::Error> {
+fn main() -> Result<(), cleave_proto::Error> {
     let seed = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())

@@ -16,7 +16,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
-use cleave::{Bytes, Encoder, Framed, Lines, WriteQueueConfig};
+use cleave_proto::{Bytes, Encoder, Framed, Lines, WriteQueueConfig};
 use cleave_std::{spawn_writer, Stream};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -19,7 +19,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
-use cleave::{Encoder, Framed, Lines, LinesConfig};
+use cleave_proto::{Encoder, Framed, Lines, LinesConfig};
 use cleave_std::{RecvError, Stream};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -15,7 +15,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use cleave::{Bytes, Error, Lines, WriteQueueConfig};
+use cleave_proto::{Bytes, Error, Lines, WriteQueueConfig};
 use cleave_tokio::{spawn_writer, FrameReader, WriteHandle};
 use futures_util::StreamExt;
 use tokio::net::{TcpListener, TcpStream};

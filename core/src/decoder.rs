@@ -74,7 +74,7 @@ pub trait Decoder {
     /// are needed, and after yielding an error.
     ///
     /// ```
-    /// use cleave::{Decoder, Lines, RecvBuf};
+    /// use cleave_proto::{Decoder, Lines, RecvBuf};
     ///
     /// let mut buf = RecvBuf::new();
     /// buf.feed(b"one\ntwo\nthr")?;
@@ -82,7 +82,7 @@ pub trait Decoder {
     /// let got: Vec<_> = lines.frames(&mut buf).collect::<Result<_, _>>()?;
     /// assert_eq!(got, ["one", "two"]);
     /// assert_eq!(buf.peek(), b"thr");
-    /// # Ok::<(), cleave::Error>(())
+    /// # Ok::<(), cleave_proto::Error>(())
     /// ```
     fn frames<'a>(&'a mut self, buf: &'a mut RecvBuf) -> Frames<'a, Self>
     where

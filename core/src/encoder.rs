@@ -179,7 +179,7 @@ impl From<Bytes> for Frame {
 /// Turns items into [`Frame`]s for a [`WriteQueue`](crate::WriteQueue).
 ///
 /// ```
-/// use cleave::{Bytes, Decoder, Encoder, LengthPrefixed, RecvBuf};
+/// use cleave_proto::{Bytes, Decoder, Encoder, LengthPrefixed, RecvBuf};
 ///
 /// let mut codec = LengthPrefixed::new();
 /// let frame = codec.encode(Bytes::from_static(b"hello"))?;
@@ -190,7 +190,7 @@ impl From<Bytes> for Frame {
 /// let mut buf = RecvBuf::new();
 /// buf.feed(&frame.to_bytes())?;
 /// assert_eq!(codec.decode(&mut buf)?.as_deref(), Some(&b"hello"[..]));
-/// # Ok::<(), cleave::Error>(())
+/// # Ok::<(), cleave_proto::Error>(())
 /// ```
 pub trait Encoder {
     /// What the encoder takes.

@@ -86,7 +86,7 @@ impl<T: Clone, D: Decoder> Inbound for Session<T, D> {
 /// comes back as [`Error::Truncated`] with its bytes.
 ///
 /// ```
-/// use cleave::{Framed, Inbound, Lines};
+/// use cleave_proto::{Framed, Inbound, Lines};
 /// use core::time::Duration;
 ///
 /// let mut lines = Framed::new(Lines::new());
@@ -98,7 +98,7 @@ impl<T: Clone, D: Decoder> Inbound for Session<T, D> {
 /// assert_eq!(lines.poll_event(Duration::ZERO)?, Some("two".into()));
 /// assert_eq!(lines.poll_event(Duration::ZERO)?, None);
 /// assert!(lines.is_closed());
-/// # Ok::<(), cleave::Error>(())
+/// # Ok::<(), cleave_proto::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct Framed<D> {

@@ -1,4 +1,4 @@
-//! cleave: Sans-IO framing.
+//! cleave-proto: the Sans-IO core of cleave.
 //!
 //! cleave's core takes bytes in and gives back owned [`Bytes`] frames. It
 //! does no I/O, reads no clock and depends on no runtime, so the same
@@ -41,7 +41,7 @@
 //!    last frame.
 //!
 //! ```
-//! use cleave::{Decoder, Lines, RecvBuf};
+//! use cleave_proto::{Decoder, Lines, RecvBuf};
 //!
 //! let mut buf = RecvBuf::new();
 //! let mut lines = Lines::new();
@@ -57,7 +57,7 @@
 //!     }
 //! }
 //! assert_eq!(got, ["PING", "SET k v", "raw bytes"]);
-//! # Ok::<(), cleave::Error>(())
+//! # Ok::<(), cleave_proto::Error>(())
 //! ```
 //!
 //! # Errors

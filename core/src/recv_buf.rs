@@ -32,14 +32,14 @@ pub const DEFAULT_IDLE_CAPACITY: usize = DEFAULT_READ_RESERVE;
 /// out-of-range value return a `Result`.
 ///
 /// ```
-/// use cleave::RecvBufConfig;
+/// use cleave_proto::RecvBufConfig;
 ///
 /// let config = RecvBufConfig::default()
 ///     .max_buffered(64 * 1024)?
 ///     .read_reserve(4 * 1024)?
 ///     .idle_capacity(0);
 /// assert_eq!(config.max_buffered_len(), 64 * 1024);
-/// # Ok::<(), cleave::Error>(())
+/// # Ok::<(), cleave_proto::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecvBufConfig {
@@ -187,7 +187,7 @@ impl RecvBufConfig {
 /// # Example
 ///
 /// ```
-/// use cleave::RecvBuf;
+/// use cleave_proto::RecvBuf;
 ///
 /// let mut buf = RecvBuf::new();
 /// buf.feed(b"hello world")?;
@@ -199,7 +199,7 @@ impl RecvBufConfig {
 /// assert_eq!(buf.offset(), 6);
 /// assert_eq!(&buf.take_tail()[..], b"world");
 /// assert!(buf.is_empty());
-/// # Ok::<(), cleave::Error>(())
+/// # Ok::<(), cleave_proto::Error>(())
 /// ```
 pub struct RecvBuf {
     /// `buf[..filled]` is buffered input; `buf[filled..]` is spare room that

@@ -256,7 +256,7 @@ enum Verdict {
 /// the caller's: `elapsed` is the time since the connection began.
 ///
 /// ```
-/// use cleave::route::{HostPattern, Match, Reason, Router};
+/// use cleave_proto::route::{HostPattern, Match, Reason, Router};
 /// use core::time::Duration;
 ///
 /// let router = Router::new("default")
@@ -329,7 +329,7 @@ impl<T: Clone> Router<T> {
     /// same bytes.
     ///
     /// ```
-    /// use cleave::route::{HostPattern, Match, RouteState, Router};
+    /// use cleave_proto::route::{HostPattern, Match, RouteState, Router};
     /// use core::time::Duration;
     ///
     /// let router = Router::new("default").rule(Match::HttpHost(HostPattern::new("example.com")), "web");
@@ -512,7 +512,7 @@ impl Verdict {
 /// where they go.
 ///
 /// ```
-/// use cleave::route::FrameRouter;
+/// use cleave_proto::route::FrameRouter;
 ///
 /// let router = FrameRouter::new("unknown").prefix("ROUTE a ", "shard-a").prefix("ROUTE b ", "shard-b");
 /// assert_eq!(router.route(b"ROUTE b key=1"), &"shard-b");

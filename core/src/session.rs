@@ -160,8 +160,8 @@ enum State {
 /// `recv_buf().take_tail()` hands back the bytes not consumed.
 ///
 /// ```
-/// use cleave::route::{HostPattern, Match, Router};
-/// use cleave::{Event, Lines, Session, SessionConfig};
+/// use cleave_proto::route::{HostPattern, Match, Router};
+/// use cleave_proto::{Event, Lines, Session, SessionConfig};
 /// use core::time::Duration;
 ///
 /// let router = Router::new("other").rule(Match::Prefix("HELLO ".into()), "lines");
@@ -178,7 +178,7 @@ enum State {
 /// assert_eq!(events[1], Event::Frame("HELLO there".into()));
 /// assert_eq!(events[2], Event::Frame("TUNNEL".into()));
 /// assert_eq!(events[3], Event::Tunnel("raw\x00bytes".into()));
-/// # Ok::<(), cleave::Error>(())
+/// # Ok::<(), cleave_proto::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct Session<T, D: Decoder = NoFrames> {

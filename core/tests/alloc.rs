@@ -7,7 +7,7 @@ mod counting;
 
 use counting::{allocations, live_bytes};
 
-use cleave::{
+use cleave_proto::{
     Bytes, Decoder, Encoder, LengthPrefixed, Lines, LinesConfig, RecvBuf, RecvBufConfig, Varint,
     WriteQueue,
 };

@@ -1,7 +1,7 @@
 //! Encoders: encoding then decoding gives the items back, for every
 //! configuration; payloads are not copied; what cannot be framed is refused.
 
-use cleave::{
+use cleave_proto::{
     Bytes, Decoder, Encoder, Endian, Error, LengthConfig, LengthPrefixed, Lines, LinesConfig,
     Misuse, RecvBuf, Unencodable, Varint, VarintConfig,
 };

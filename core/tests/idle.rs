@@ -9,7 +9,7 @@ mod counting;
 
 use std::io::IoSlice;
 
-use cleave::{Bytes, Encoder, Framed, Inbound, Lines, WriteQueue};
+use cleave_proto::{Bytes, Encoder, Framed, Inbound, Lines, WriteQueue};
 use counting::live_bytes;
 
 /// One connection's state, as an adapter drives it.
@@ -104,7 +104,7 @@ fn shrinking_keeps_every_byte_and_a_busy_buffer_keeps_its_block() {
     conn.go_idle(); // twice: nothing more to give back, nothing lost
     assert_eq!(conn.receive(b"ne\n"), 1);
     // A buffer at least a quarter full keeps its block.
-    let mut buf = cleave::RecvBuf::new();
+    let mut buf = cleave_proto::RecvBuf::new();
     buf.feed(&[b'y'; 4096]).expect("fits");
     let capacity = buf.capacity();
     assert!(!buf.shrink_to_fit());
@@ -118,7 +118,7 @@ fn shrinking_keeps_every_byte_and_a_busy_buffer_keeps_its_block() {
 
 #[test]
 fn a_connection_configured_to_keep_its_blocks_keeps_them_when_idle() {
-    use cleave::{RecvBufConfig, WriteQueueConfig};
+    use cleave_proto::{RecvBufConfig, WriteQueueConfig};
     let before = live_bytes();
     let mut conn = Conn {
         read: Framed::with_config(

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use cleave::route::{Match, Router};
-use cleave::{
+use cleave_proto::route::{Match, Router};
+use cleave_proto::{
     Error, Event, Framed, Inbound, LengthPrefixed, Lines, RecvBufConfig, Session, SessionConfig,
 };
 use proptest::prelude::*;

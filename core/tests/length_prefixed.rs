@@ -5,7 +5,7 @@
 #[path = "support/harness.rs"]
 mod harness;
 
-use cleave::{
+use cleave_proto::{
     Bytes, Decoder, Endian, Error, InvalidInput, LengthConfig, LengthPrefixed, Limit, RecvBuf,
     RecvBufConfig, Varint,
 };
@@ -187,7 +187,7 @@ fn declared_4_gib_over_the_frame_limit_fails_at_once() {
         dec.decode(&mut buf),
         Err(Error::LimitExceeded {
             limit: Limit::FrameLength,
-            max: cleave::DEFAULT_MAX_FRAME_LENGTH,
+            max: cleave_proto::DEFAULT_MAX_FRAME_LENGTH,
             attempted: 4 << 30,
             offset: 0
         })

@@ -4,7 +4,7 @@
 #[path = "support/harness.rs"]
 mod harness;
 
-use cleave::{
+use cleave_proto::{
     Bytes, Decoder, Error, InvalidInput, Limit, Lines, LinesConfig, RecvBuf, RecvBufConfig,
 };
 use harness::{assert_chunking_invariant, assert_conserved, pieces, run, Placement};
@@ -160,7 +160,7 @@ fn invalid_utf8_is_reported_at_the_bad_byte_and_left_in_the_buffer() {
             offset: 5
         }
     );
-    assert_eq!(err.fault(), cleave::Fault::Peer);
+    assert_eq!(err.fault(), cleave_proto::Fault::Peer);
     assert_eq!(&buf.take_tail()[..], b"ab\xe2\x82\n");
 }
 

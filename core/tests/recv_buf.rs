@@ -1,6 +1,6 @@
 //! `RecvBuf`: a model-checked sequence of operations, limits, memory.
 
-use cleave::{Bytes, Error, Limit, Misuse, RecvBuf, RecvBufConfig};
+use cleave_proto::{Bytes, Error, Limit, Misuse, RecvBuf, RecvBufConfig};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -201,7 +201,7 @@ fn from_tail_reuses_a_unique_tail_and_refuses_one_too_long() {
 
     let small = RecvBufConfig::default().max_buffered(4).unwrap();
     let rejected = RecvBuf::from_tail(Bytes::from_static(b"too long"), small).unwrap_err();
-    assert_eq!(rejected.error().fault(), cleave::Fault::Limit);
+    assert_eq!(rejected.error().fault(), cleave_proto::Fault::Limit);
     assert_eq!(&rejected.into_value()[..], b"too long");
 }
 
@@ -242,7 +242,7 @@ fn a_huge_frame_does_not_pin_memory_once_consumed() {
     // than the next read needs: a right-sized block replaces it.
     buf.feed(b"x").unwrap();
     assert!(
-        buf.capacity() <= 2 * cleave::DEFAULT_READ_RESERVE,
+        buf.capacity() <= 2 * cleave_proto::DEFAULT_READ_RESERVE,
         "{}",
         buf.capacity()
     );
@@ -265,7 +265,7 @@ fn a_long_frame_in_many_reads_is_not_copied_once_per_read() {
     // 1 MiB in 1 KiB reads: the block doubles, so the bytes move about
     // log2(1 MiB / 8 KiB) times, not once per 8 KiB.
     assert!(moves <= 10, "{moves} moves");
-    assert!(buf.capacity() <= 2 * (1 << 20) + cleave::DEFAULT_READ_RESERVE);
+    assert!(buf.capacity() <= 2 * (1 << 20) + cleave_proto::DEFAULT_READ_RESERVE);
 }
 
 #[test]
@@ -282,7 +282,7 @@ fn extreme_configurations_do_not_panic_or_overallocate() {
     let huge = RecvBufConfig::default().read_reserve(usize::MAX).unwrap();
     let mut buf = RecvBuf::with_config(huge);
     buf.feed(b"abc").unwrap();
-    assert!(buf.capacity() <= cleave::DEFAULT_MAX_BUFFERED);
+    assert!(buf.capacity() <= cleave_proto::DEFAULT_MAX_BUFFERED);
 }
 
 #[test]
@@ -312,7 +312,7 @@ fn steady_reads_reuse_one_block() {
     let mut blocks = std::collections::HashSet::new();
     for _ in 0..100 {
         let spare = buf.spare_mut().unwrap();
-        blocks.insert(spare.as_ptr() as usize / cleave::DEFAULT_READ_RESERVE);
+        blocks.insert(spare.as_ptr() as usize / cleave_proto::DEFAULT_READ_RESERVE);
         spare[..100].fill(b'a');
         buf.commit(100).unwrap();
         drop(buf.split_to(100).unwrap());

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use cleave::route::{
+use cleave_proto::route::{
     Decision, Facts, FrameRouter, HostPattern, Match, Reason, Router, RouterConfig,
 };
-use cleave::sniff::{proxy, Sniff};
-use cleave::{Error, Field, InvalidInput};
+use cleave_proto::sniff::{proxy, Sniff};
+use cleave_proto::{Error, Field, InvalidInput};
 use proptest::prelude::*;
 
 fn fixture(name: &str) -> Vec<u8> {

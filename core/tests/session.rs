@@ -7,9 +7,9 @@ mod session_model;
 
 use std::time::Duration;
 
-use cleave::route::Reason;
-use cleave::sniff::http::{is_upgrade_head, Heads};
-use cleave::{Bytes, Error, Event, Field, InvalidInput, Lines, ProxyMode, Session, SessionConfig};
+use cleave_proto::route::Reason;
+use cleave_proto::sniff::http::{is_upgrade_head, Heads};
+use cleave_proto::{Bytes, Error, Event, Field, InvalidInput, Lines, ProxyMode, Session, SessionConfig};
 use proptest::prelude::*;
 use session_model::{accounted, drive, pieces, rules};
 
@@ -195,12 +195,12 @@ fn an_optional_header_cut_by_the_end_is_the_clients_bytes() {
 
 #[test]
 fn a_buffer_too_small_to_decide_is_a_final_limit_error() {
-    let small = cleave::RecvBufConfig::default().max_buffered(64).unwrap();
+    let small = cleave_proto::RecvBufConfig::default().max_buffered(64).unwrap();
     let buffer_full = |error: &Option<Error>| {
         matches!(
             error,
             Some(Error::LimitExceeded {
-                limit: cleave::Limit::Buffer,
+                limit: cleave_proto::Limit::Buffer,
                 max: 64,
                 attempted: 65,
                 offset: 0
@@ -233,7 +233,7 @@ fn a_buffer_too_small_to_decide_is_a_final_limit_error() {
 fn a_proxy_budget_no_header_fits_is_refused() {
     assert!(matches!(
         SessionConfig::default().proxy_max(15),
-        Err(Error::Misuse(cleave::Misuse::InvalidConfig {
+        Err(Error::Misuse(cleave_proto::Misuse::InvalidConfig {
             setting: "proxy_max",
             ..
         }))
@@ -272,7 +272,7 @@ proptest! {
         }
         // Lines keep their `\r`, so each frame's framing is one byte (a
         // PROXY header cut by the end is lines too: the client's bytes).
-        let lines = Lines::with_config(cleave::LinesConfig::default().strip_cr(false));
+        let lines = Lines::with_config(cleave_proto::LinesConfig::default().strip_cr(false));
         let session = || Session::framed(rules(), lines.clone(), |l: &Bytes| &l[..] == b"TUNNEL", optional_proxy());
         let (whole, whole_error) = drive(session(), &[&input]);
         let (bytewise, bytewise_error) = drive(session(), &pieces(&input, &[1]));
@@ -290,8 +290,8 @@ proptest! {
 
 #[test]
 fn a_consumed_prefix_is_taken_off_the_stream() {
-    let router = cleave::route::Router::new("other").rule(
-        cleave::route::Match::PrefixConsumed("@shard-7 ".into()),
+    let router = cleave_proto::route::Router::new("other").rule(
+        cleave_proto::route::Match::PrefixConsumed("@shard-7 ".into()),
         "shard-7",
     );
     let input = b"@shard-7 GET / HTTP/1.1\r\n\r\n";

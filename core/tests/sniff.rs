@@ -7,8 +7,8 @@
 #[path = "support/sniff_model.rs"]
 mod sniff_model;
 
-use cleave::sniff::{http, prefix, proxy, tls, Sniff};
-use cleave::{Bytes, Error, Field, InvalidInput};
+use cleave_proto::sniff::{http, prefix, proxy, tls, Sniff};
+use cleave_proto::{Bytes, Error, Field, InvalidInput};
 use proptest::prelude::*;
 use sniff_model::assert_prefix_stable;
 
@@ -471,7 +471,7 @@ fn budgets_are_kept() {
         matches!(
             answer,
             Sniff::Invalid(Error::LimitExceeded {
-                limit: cleave::Limit::SniffBudget,
+                limit: cleave_proto::Limit::SniffBudget,
                 max: 300,
                 ..
             })

@@ -5,9 +5,9 @@
 
 use core::time::Duration;
 
-use cleave::route::{HostPattern, Match, Reason, Router};
-use cleave::sniff::{tls, Sniff};
-use cleave::{Error, Field, InvalidInput};
+use cleave_proto::route::{HostPattern, Match, Reason, Router};
+use cleave_proto::sniff::{tls, Sniff};
+use cleave_proto::{Error, Field, InvalidInput};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));

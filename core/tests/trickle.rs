@@ -11,9 +11,9 @@ mod flights;
 
 use core::time::Duration;
 
-use cleave::route::{HostPattern, Match, Reason, RouteState, Router, RouterConfig};
-use cleave::sniff::{http, proxy, tls, Sniff};
-use cleave::{Event, ProxyMode, Session, SessionConfig};
+use cleave_proto::route::{HostPattern, Match, Reason, RouteState, Router, RouterConfig};
+use cleave_proto::sniff::{http, proxy, tls, Sniff};
+use cleave_proto::{Event, ProxyMode, Session, SessionConfig};
 use proptest::prelude::*;
 
 fn fixture(name: &str) -> Vec<u8> {

@@ -4,7 +4,7 @@
 #[path = "support/harness.rs"]
 mod harness;
 
-use cleave::{
+use cleave_proto::{
     Bytes, Decoder, Error, InvalidInput, Limit, RecvBuf, RecvBufConfig, Varint, VarintConfig,
 };
 use harness::{assert_chunking_invariant, assert_conserved, pieces, run, Placement};
@@ -126,7 +126,7 @@ fn frame_over_the_limit_fails_as_soon_as_its_length_arrives() {
 #[test]
 fn declared_huge_length_does_not_reserve() {
     let config = VarintConfig::default().max_frame_length(u64::MAX);
-    let reserve = cleave::DEFAULT_READ_RESERVE;
+    let reserve = cleave_proto::DEFAULT_READ_RESERVE;
     let buf_config = RecvBufConfig::default().max_buffered(usize::MAX).unwrap();
     let mut buf = RecvBuf::with_config(buf_config);
     let mut dec = Varint::with_config(config);

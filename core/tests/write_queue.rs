@@ -4,7 +4,7 @@
 #[path = "support/queue_model.rs"]
 mod queue_model;
 
-use cleave::{Bytes, Error, Frame, Limit, WriteQueue, WriteQueueConfig};
+use cleave_proto::{Bytes, Error, Frame, Limit, WriteQueue, WriteQueueConfig};
 use proptest::prelude::*;
 use queue_model::Op;
 
@@ -180,7 +180,7 @@ fn advancing_past_what_was_handed_out_is_refused() {
         queue.chunks(&mut slices);
     }
     let err = queue.advance(4).unwrap_err();
-    assert_eq!(err.fault(), cleave::Fault::Caller);
+    assert_eq!(err.fault(), cleave_proto::Fault::Caller);
     assert_eq!(queue.len(), 3, "a refused advance changes nothing");
 }
 
@@ -221,7 +221,7 @@ fn extreme_limits_do_not_panic_or_reserve_up_front() {
 fn configuration_out_of_range_is_a_typed_error() {
     let refused = |r: Result<WriteQueueConfig, Error>, name: &str| {
         assert!(
-            matches!(r, Err(Error::Misuse(cleave::Misuse::InvalidConfig { setting, .. })) if setting == name),
+            matches!(r, Err(Error::Misuse(cleave_proto::Misuse::InvalidConfig { setting, .. })) if setting == name),
             "{name}"
         );
     };
@@ -230,7 +230,7 @@ fn configuration_out_of_range_is_a_typed_error() {
     refused(WriteQueueConfig::default().max_bytes(0), "max_bytes");
     refused(WriteQueueConfig::default().max_slices(0), "max_slices");
     // One IoSlice holds at most 4 GiB - 1 on Windows: "no limit" is that.
-    let max = cleave::write::MAX_PIECE_SIZE;
+    let max = cleave_proto::write::MAX_PIECE_SIZE;
     let unlimited = WriteQueueConfig::default().piece_size(usize::MAX).unwrap();
     assert_eq!(unlimited.piece_size_len(), max);
 }

@@ -4,7 +4,7 @@
 
 #![no_main]
 
-use cleave::{Endian, LengthConfig, LengthPrefixed, RecvBufConfig};
+use cleave_proto::{Endian, LengthConfig, LengthPrefixed, RecvBufConfig};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../core/tests/support/harness.rs"]

@@ -4,7 +4,7 @@
 
 #![no_main]
 
-use cleave::{Lines, LinesConfig, RecvBufConfig};
+use cleave_proto::{Lines, LinesConfig, RecvBufConfig};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../core/tests/support/harness.rs"]

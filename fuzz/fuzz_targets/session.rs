@@ -5,7 +5,7 @@
 
 #![no_main]
 
-use cleave::{Bytes, Lines, ProxyMode, Session, SessionConfig};
+use cleave_proto::{Bytes, Lines, ProxyMode, Session, SessionConfig};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../core/tests/support/session_model.rs"]
@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
     if whole_error.is_none() {
         // Lines drop their delimiter and maybe a `\r`: count frames as
         // consuming up to 2 bytes more than they hold.
-        let frames = whole.iter().filter(|e| matches!(e, cleave::Event::Frame(_))).count();
+        let frames = whole.iter().filter(|e| matches!(e, cleave_proto::Event::Frame(_))).count();
         let seen = accounted(&whole, 0);
         assert!(seen <= input.len() && input.len() <= seen + 2 * frames, "{seen} of {} bytes", input.len());
     }

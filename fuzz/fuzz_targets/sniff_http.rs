@@ -8,7 +8,7 @@
 
 #![no_main]
 
-use cleave::sniff::{http, Sniff};
+use cleave_proto::sniff::{http, Sniff};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../core/tests/support/sniff_model.rs"]

@@ -3,7 +3,7 @@
 
 #![no_main]
 
-use cleave::sniff::{prefix, Sniff};
+use cleave_proto::sniff::{prefix, Sniff};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../core/tests/support/sniff_model.rs"]

@@ -8,7 +8,7 @@
 
 #![no_main]
 
-use cleave::sniff::{proxy, Sniff};
+use cleave_proto::sniff::{proxy, Sniff};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../core/tests/support/sniff_model.rs"]

@@ -4,7 +4,7 @@
 
 #![no_main]
 
-use cleave::{RecvBufConfig, Varint, VarintConfig};
+use cleave_proto::{RecvBufConfig, Varint, VarintConfig};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../core/tests/support/harness.rs"]
@@ -27,6 +27,6 @@ fuzz_target!(|data: &[u8]| {
     );
     for cut in &run.cuts {
         let head = (cut.end - cut.start) as usize - cut.frame.len();
-        assert!((1..=cleave::MAX_VARINT_LEN).contains(&head));
+        assert!((1..=cleave_proto::MAX_VARINT_LEN).contains(&head));
     }
 });

@@ -5,7 +5,7 @@
 
 #![no_main]
 
-use cleave::WriteQueueConfig;
+use cleave_proto::WriteQueueConfig;
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../core/tests/support/queue_model.rs"]

@@ -4,7 +4,7 @@
 use std::io::{self, IoSlice, Read, Write};
 use std::time::{Duration, Instant};
 
-use cleave::{Bytes, Frame, Inbound, Rejected, Ticket, WriteQueue, WriteQueueConfig};
+use cleave_proto::{Bytes, Frame, Inbound, Rejected, Ticket, WriteQueue, WriteQueueConfig};
 use mio::event::Source;
 use mio::{Interest, Registry, Token};
 
@@ -112,7 +112,7 @@ pub const DEFAULT_READ_BUDGET: usize = 64 * 1024;
 /// have.
 ///
 /// It owns the socket, the read side's state machine (any
-/// [`Inbound`]: a [`cleave::Session`], a [`cleave::Framed`] decoder) and a
+/// [`Inbound`]: a [`cleave_proto::Session`], a [`cleave_proto::Framed`] decoder) and a
 /// [`WriteQueue`]. Call [`on_readable`](Self::on_readable) and
 /// [`on_writable`](Self::on_writable) when mio says so, push what to send,
 /// and keep the registration up to date with
@@ -139,11 +139,11 @@ pub const DEFAULT_READ_BUDGET: usize = 64 * 1024;
 ///
 /// An idle connection holds no buffers: when a read finds the socket
 /// empty, the receive buffer gives back what it does not need
-/// ([`RecvBuf::release_idle`](cleave::RecvBuf::release_idle)), and so
+/// ([`RecvBuf::release_idle`](cleave_proto::RecvBuf::release_idle)), and so
 /// does the write queue once flushed; nothing is allocated before the
 /// socket is readable.
 ///
-/// Reads go straight into the [`Inbound`]'s [`RecvBuf`](cleave::RecvBuf)
+/// Reads go straight into the [`Inbound`]'s [`RecvBuf`](cleave_proto::RecvBuf)
 /// (no second copy); writes are vectored.
 #[derive(Debug)]
 pub struct Conn<S, P> {

@@ -6,7 +6,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use cleave::Inbound;
+use cleave_proto::Inbound;
 use mio::event::Source;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Registry, Token};

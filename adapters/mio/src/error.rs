@@ -8,11 +8,11 @@ use std::io;
 pub enum ConnError {
     /// The peer's bytes broke the protocol or a limit; final. The bytes not
     /// consumed stay in the inbound's buffer
-    /// ([`RecvBuf::take_tail`](cleave::RecvBuf::take_tail)); an incomplete
-    /// last frame at the end of the stream is [`cleave::Error::Truncated`],
+    /// ([`RecvBuf::take_tail`](cleave_proto::RecvBuf::take_tail)); an incomplete
+    /// last frame at the end of the stream is [`cleave_proto::Error::Truncated`],
     /// carrying its bytes.
     #[error(transparent)]
-    Protocol(#[from] cleave::Error),
+    Protocol(#[from] cleave_proto::Error),
     /// The socket failed (a reset, say).
     #[error("i/o failed: {0}")]
     Io(#[from] io::Error),

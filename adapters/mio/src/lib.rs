@@ -8,8 +8,8 @@
 //!
 //! | need | use |
 //! |------|-----|
-//! | frames from a socket | `Conn<S, cleave::Framed<D>>`: events are the decoder's frames |
-//! | a routed connection (PROXY header, sniffing, frames, tunnel) | `Conn<S, cleave::Session<T, D>>`: events are [`cleave::Event`]s |
+//! | frames from a socket | `Conn<S, cleave_proto::Framed<D>>`: events are the decoder's frames |
+//! | a routed connection (PROXY header, sniffing, frames, tunnel) | `Conn<S, cleave_proto::Session<T, D>>`: events are [`cleave_proto::Event`]s |
 //! | what to register for | [`Conn::update_registration`] (or [`Conn::interest`]) |
 //! | when to wake without I/O | [`Conn::deadline`] (a session's inspect delay) |
 //! | a listener and connections by token | [`Conns`]: a slab of `Conn`s; `accept`, `get_mut`, `settle` |
@@ -50,7 +50,7 @@
 //!
 //! ```
 //! use std::io::{Read, Write};
-//! use cleave::{Encoder, Framed, Lines};
+//! use cleave_proto::{Encoder, Framed, Lines};
 //! use cleave_mio::Conn;
 //! use mio::net::TcpListener;
 //! use mio::{Events, Interest, Poll, Token};

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cleave::route::{Match, Router, RouterConfig};
-use cleave::{Bytes, Encoder, Framed, Lines, Session, SessionConfig};
+use cleave_proto::route::{Match, Router, RouterConfig};
+use cleave_proto::{Bytes, Encoder, Framed, Lines, Session, SessionConfig};
 use cleave_mio::{Accepted, Conn, Conns};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};

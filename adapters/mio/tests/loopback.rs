@@ -9,8 +9,8 @@ use std::net::{Shutdown, SocketAddr};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cleave::route::{Match, Reason, Router, RouterConfig};
-use cleave::{
+use cleave_proto::route::{Match, Reason, Router, RouterConfig};
+use cleave_proto::{
     Bytes, Encoder, Error, Event, Framed, Lines, Session, SessionConfig, WriteQueueConfig,
 };
 use cleave_mio::{Conn, ConnError};
@@ -284,7 +284,7 @@ fn http_or_fallback(delay: Duration) -> Router<&'static str> {
 }
 
 /// Drives `conn` until `done` says so, collecting the events.
-fn drive<P: cleave::Inbound>(
+fn drive<P: cleave_proto::Inbound>(
     poll: &mut Poll,
     conn: &mut Conn<TcpStream, P>,
     out: &mut Vec<P::Event>,
@@ -453,7 +453,7 @@ fn after_a_protocol_error_the_answer_goes_out_and_the_connection_finishes() {
     let (server, mut client) = pair();
     // A line over the limit, and the client stays connected.
     client.write_all(&[b'x'; 64]).unwrap();
-    let lines = Lines::with_config(cleave::LinesConfig::default().max_length(16));
+    let lines = Lines::with_config(cleave_proto::LinesConfig::default().max_length(16));
     let mut conn = Conn::new(server, Framed::new(lines));
     let mut out = Vec::new();
     let result = drive(&mut poll, &mut conn, &mut out, |_, _, result| {
@@ -464,7 +464,7 @@ fn after_a_protocol_error_the_answer_goes_out_and_the_connection_finishes() {
         other => panic!("{other:?}"),
     }
     // The read side is over: no more READABLE, and the error stays.
-    assert!(conn.is_read_closed() && cleave::Inbound::is_closed(conn.inbound()));
+    assert!(conn.is_read_closed() && cleave_proto::Inbound::is_closed(conn.inbound()));
     assert_eq!(conn.interest(), None);
     conn.push(Bytes::from_static(b"ERR line too long\n"))
         .unwrap();

@@ -8,8 +8,8 @@ use std::net::{Shutdown, SocketAddr};
 use std::thread;
 use std::time::Duration;
 
-use cleave::route::Router;
-use cleave::{Bytes, Event, Session, SessionConfig, WriteQueueConfig};
+use cleave_proto::route::Router;
+use cleave_proto::{Bytes, Event, Session, SessionConfig, WriteQueueConfig};
 use cleave_mio::{Conn, ConnError, ReadOutcome};
 use mio::net::TcpStream;
 use mio::{Events, Poll, Token};

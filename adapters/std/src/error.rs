@@ -13,11 +13,11 @@ use std::sync::Arc;
 #[non_exhaustive]
 pub enum RecvError {
     /// The peer's bytes broke the protocol, or a limit was hit (or, with a
-    /// [`Framed`](cleave::Framed), the stream ended inside a frame:
-    /// [`cleave::Error::Truncated`] carries the bytes). Final: the same
+    /// [`Framed`](cleave_proto::Framed), the stream ended inside a frame:
+    /// [`cleave_proto::Error::Truncated`] carries the bytes). Final: the same
     /// error comes back on every later call.
     #[error(transparent)]
-    Protocol(#[from] cleave::Error),
+    Protocol(#[from] cleave_proto::Error),
     /// The reader failed. Final: later calls fail with the same kind.
     #[error("read failed: {0}")]
     Io(#[source] io::Error),

@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cleave::{Bytes, Error, Frame, Rejected, Ticket, WriteQueue};
+use cleave_proto::{Bytes, Error, Frame, Rejected, Ticket, WriteQueue};
 
 use crate::error::{SendError, WriteError};
 use crate::shared::{covers, Inner};
@@ -35,7 +35,7 @@ use crate::write::Item;
 /// use std::io::{Read, Write};
 /// use std::net::{Shutdown, TcpListener, TcpStream};
 ///
-/// use cleave::{Encoder, Framed, Lines, WriteQueueConfig};
+/// use cleave_proto::{Encoder, Framed, Lines, WriteQueueConfig};
 /// use cleave_std::{spawn_writer, Stream};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {

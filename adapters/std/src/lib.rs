@@ -1,8 +1,8 @@
 //! cleave-std: drives cleave's Sans-IO core from blocking `std` I/O.
 //!
 //! It owns only what touches the OS: reading into the core's
-//! [`RecvBuf`](cleave::RecvBuf) (straight into its spare room, no second
-//! copy), writing the core's [`WriteQueue`](cleave::WriteQueue) with
+//! [`RecvBuf`](cleave_proto::RecvBuf) (straight into its spare room, no second
+//! copy), writing the core's [`WriteQueue`](cleave_proto::WriteQueue) with
 //! `write_vectored`, waking threads that wait for room or for a ticket,
 //! and turning read timeouts into a typed, recoverable error. Every
 //! protocol decision stays in the core.
@@ -17,8 +17,8 @@
 //!
 //! | need | use |
 //! |------|-----|
-//! | frames from a socket, file or pipe | [`Stream`]`<S, `[`Framed`](cleave::Framed)`<D>>`, [`recv`](Stream::recv) |
-//! | a routed connection (PROXY header, sniffing, frames, tunnel) | [`Stream`]`<S, `[`Session`](cleave::Session)`>`, events are [`cleave::Event`]s |
+//! | frames from a socket, file or pipe | [`Stream`]`<S, `[`Framed`](cleave_proto::Framed)`<D>>`, [`recv`](Stream::recv) |
+//! | a routed connection (PROXY header, sniffing, frames, tunnel) | [`Stream`]`<S, `[`Session`](cleave_proto::Session)`>`, events are [`cleave_proto::Event`]s |
 //! | one thread reads and writes its connection | [`Stream::send`], [`Stream::flush`]: no lock, no extra thread |
 //! | other threads write to a connection | [`spawn_writer`] → [`WriteHandle`] (clone it) |
 //! | reads on one thread, writes from others | `try_clone` the socket: a [`Stream`] reads one clone, [`spawn_writer`] writes the other |
@@ -51,7 +51,7 @@
 //! use std::net::{Shutdown, TcpListener, TcpStream};
 //! use std::time::Duration;
 //!
-//! use cleave::{Encoder, Framed, Lines};
+//! use cleave_proto::{Encoder, Framed, Lines};
 //! use cleave_std::{RecvError, Stream};
 //!
 //! fn serve(socket: TcpStream) -> Result<(), Box<dyn std::error::Error>> {
@@ -99,13 +99,13 @@
 //! the peer's bytes or a limit; [`Io`](RecvError::Io), the reader), both
 //! final; [`TimedOut`](RecvError::TimedOut) is not final. Nothing read is
 //! ever lost: an incomplete last frame comes back in
-//! [`cleave::Error::Truncated`] (or [`cleave::Event::Closed`] from a
+//! [`cleave_proto::Error::Truncated`] (or [`cleave_proto::Event::Closed`] from a
 //! session).
 //!
 //! Writing on the caller's thread: `io::Error`, as `Write` says. Through a
 //! [`WriteHandle`]: [`WriteError`], the same for every handle once the
 //! writer failed; a write that could not be queued comes back in a
-//! [`SendError`] (or a [`Rejected`](cleave::Rejected) from the `try_`
+//! [`SendError`] (or a [`Rejected`](cleave_proto::Rejected) from the `try_`
 //! methods).
 
 #![warn(missing_docs, unreachable_pub)]

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use cleave::{Lane, WriteQueue, WriteQueueConfig};
+use cleave_proto::{Lane, WriteQueue, WriteQueueConfig};
 
 use crate::error::WriteError;
 

@@ -3,7 +3,7 @@
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
-use cleave::{Bytes, Frame, Inbound, Rejected, Ticket, WriteQueue, WriteQueueConfig};
+use cleave_proto::{Bytes, Frame, Inbound, Rejected, Ticket, WriteQueue, WriteQueueConfig};
 
 use crate::error::RecvError;
 use crate::write::{write_once, Item};
@@ -17,9 +17,9 @@ const MIN_WAIT: Duration = Duration::from_millis(1);
 /// the read side and a [`WriteQueue`] on the write side, on the caller's
 /// thread.
 ///
-/// `P` is a [`Framed`](cleave::Framed) decoder (the events are its frames)
-/// or a [`Session`](cleave::Session) (the events are
-/// [`cleave::Event`]s: routing, frames, tunnel bytes, the end).
+/// `P` is a [`Framed`](cleave_proto::Framed) decoder (the events are its frames)
+/// or a [`Session`](cleave_proto::Session) (the events are
+/// [`cleave_proto::Event`]s: routing, frames, tunnel bytes, the end).
 ///
 /// # Call order
 ///
@@ -49,7 +49,7 @@ const MIN_WAIT: Duration = Duration::from_millis(1);
 /// or `WouldBlock` is [`RecvError::TimedOut`]: nothing is lost, and the
 /// next `recv` goes on where this one stopped.
 ///
-/// A [`Session`](cleave::Session) that sniffs with an inspect delay has a
+/// A [`Session`](cleave_proto::Session) that sniffs with an inspect delay has a
 /// [`deadline`](Inbound::deadline), counted from its first poll (the first
 /// `recv`). A blocking read cannot be woken generically, so the deadline
 /// is honoured when a read returns: give the reader a read timeout (at
@@ -64,7 +64,7 @@ const MIN_WAIT: Duration = Duration::from_millis(1);
 /// use std::io::{Read, Write};
 /// use std::net::{Shutdown, TcpListener, TcpStream};
 ///
-/// use cleave::{Encoder, Framed, Lines};
+/// use cleave_proto::{Encoder, Framed, Lines};
 /// use cleave_std::Stream;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -165,16 +165,16 @@ impl<S, P> Stream<S, P> {
 
 impl<S, P: Inbound> Stream<S, P> {
     /// How long a read may block before the inbound's deadline: `None`
-    /// when it has none (a [`Session`](cleave::Session) has one while it
+    /// when it has none (a [`Session`](cleave_proto::Session) has one while it
     /// sniffs, from its first poll on). Never zero (at least a
     /// millisecond), so it can go straight into `set_read_timeout`.
     ///
     /// ```no_run
     /// # use std::net::TcpStream;
     /// # use std::time::Duration;
-    /// # use cleave::{route::Router, Session, SessionConfig};
+    /// # use cleave_proto::{route::Router, Session, SessionConfig};
     /// # fn run(socket: TcpStream, router: Router<&'static str>) -> std::io::Result<()> {
-    /// use cleave::Event;
+    /// use cleave_proto::Event;
     /// use cleave_std::{RecvError, Stream};
     ///
     /// // The session's clock starts with the first recv: wait at most the
@@ -211,10 +211,10 @@ impl<S: Read, P: Inbound> Stream<S, P> {
     /// - [`RecvError::TimedOut`] when the read timed out (or would block):
     ///   not final, call again;
     /// - [`RecvError::Protocol`] with the inbound's typed error: final. At
-    ///   the end of the stream a [`Framed`](cleave::Framed) gives an
-    ///   incomplete last frame back in [`cleave::Error::Truncated`] (a
-    ///   [`Session`](cleave::Session) gives it in
-    ///   [`Event::Closed`](cleave::Event::Closed) instead);
+    ///   the end of the stream a [`Framed`](cleave_proto::Framed) gives an
+    ///   incomplete last frame back in [`cleave_proto::Error::Truncated`] (a
+    ///   [`Session`](cleave_proto::Session) gives it in
+    ///   [`Event::Closed`](cleave_proto::Event::Closed) instead);
     /// - [`RecvError::Io`] when the reader fails: final.
     pub fn recv(&mut self) -> Result<Option<P::Event>, RecvError> {
         if let Some(kind) = self.failed {
@@ -297,7 +297,7 @@ impl<S: Read, P: Inbound> Stream<S, P> {
 enum FillError {
     /// The buffer is full (a limit), or the reader claimed more than it
     /// was given.
-    Protocol(cleave::Error),
+    Protocol(cleave_proto::Error),
     Io(io::Error),
 }
 
@@ -358,7 +358,7 @@ impl<S: Write, P> Stream<S, P> {
         loop {
             match item.push_into(&mut self.queue) {
                 Ok(ticket) => return Ok(ticket),
-                Err(rejected) if rejected.error() == &cleave::Error::Closed => {
+                Err(rejected) if rejected.error() == &cleave_proto::Error::Closed => {
                     return Err(io::ErrorKind::BrokenPipe.into());
                 }
                 Err(rejected) => {

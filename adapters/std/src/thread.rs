@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
 
-use cleave::{Bytes, WriteQueueConfig};
+use cleave_proto::{Bytes, WriteQueueConfig};
 
 use crate::handle::WriteHandle;
 use crate::shared::{covers, Inner};
@@ -35,7 +35,7 @@ use crate::write::{write_chunks, SLICES};
 /// use std::io::Read;
 /// use std::net::{TcpListener, TcpStream};
 ///
-/// use cleave::{Bytes, WriteQueueConfig};
+/// use cleave_proto::{Bytes, WriteQueueConfig};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let listener = TcpListener::bind("127.0.0.1:0")?;

@@ -5,7 +5,7 @@
 
 use std::io::{self, IoSlice, Write};
 
-use cleave::{Bytes, Frame, Rejected, Ticket, WriteQueue};
+use cleave_proto::{Bytes, Frame, Rejected, Ticket, WriteQueue};
 
 /// How many slices one write hands the OS.
 pub(crate) const SLICES: usize = 64;

@@ -7,7 +7,7 @@
 use std::io::{self, Read, Write};
 use std::time::Duration;
 
-use cleave::{Bytes, Decoder, Error, Framed, Inbound, LengthPrefixed, Lines, LinesConfig};
+use cleave_proto::{Bytes, Decoder, Error, Framed, Inbound, LengthPrefixed, Lines, LinesConfig};
 use cleave_std::{RecvError, Stream};
 use proptest::prelude::*;
 
@@ -138,7 +138,7 @@ proptest! {
         let mut takes = takes;
         takes[0].1 = false; // some turn takes something
         let sink = Sink { out: Vec::new(), takes, turn: 0 };
-        let config = cleave::WriteQueueConfig::default().max_bytes(4096).unwrap();
+        let config = cleave_proto::WriteQueueConfig::default().max_bytes(4096).unwrap();
         let mut stream = Stream::with_queue(sink, Framed::new(Lines::new()), config);
         for write in &writes {
             let mut bytes = Bytes::from(write.clone());

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cleave::route::{Match, Reason, Router, RouterConfig};
-use cleave::{
+use cleave_proto::route::{Match, Reason, Router, RouterConfig};
+use cleave_proto::{
     Bytes, Encoder, Error, Event, Framed, LengthPrefixed, Limit, Lines, Session, SessionConfig,
     WriteQueueConfig,
 };

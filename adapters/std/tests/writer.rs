@@ -6,7 +6,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cleave::{Bytes, Encoder, Lines, WriteQueueConfig};
+use cleave_proto::{Bytes, Encoder, Lines, WriteQueueConfig};
 use cleave_std::{spawn_writer, try_spawn_writer, WriteError};
 
 /// A writer that says when it is inside a write, and stays there until

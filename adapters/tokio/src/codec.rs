@@ -2,7 +2,7 @@
 //! existing `Framed`.
 
 use bytes::BytesMut;
-use cleave::{Bytes, Decoder, Encoder, RecvBuf, RecvBufConfig};
+use cleave_proto::{Bytes, Decoder, Encoder, RecvBuf, RecvBufConfig};
 
 use crate::error::ReadError;
 
@@ -20,7 +20,7 @@ use crate::error::ReadError;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), cleave_tokio::ReadError> {
-/// use cleave::Lines;
+/// use cleave_proto::Lines;
 /// use cleave_tokio::TokioCodec;
 /// use futures_util::StreamExt;
 /// use tokio_util::codec::FramedRead;
@@ -57,7 +57,7 @@ impl<C> TokioCodec<C> {
     fn lend<T>(
         &mut self,
         src: &mut BytesMut,
-        step: impl FnOnce(&mut C, &mut RecvBuf) -> Result<Option<T>, cleave::Error>,
+        step: impl FnOnce(&mut C, &mut RecvBuf) -> Result<Option<T>, cleave_proto::Error>,
     ) -> Result<Option<T>, ReadError> {
         let mut buf = match RecvBuf::from_buffer(std::mem::take(src), self.config) {
             Ok(buf) => buf,

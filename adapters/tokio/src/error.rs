@@ -8,9 +8,9 @@ use std::sync::Arc;
 #[non_exhaustive]
 pub enum ReadError {
     /// The peer's bytes broke the protocol (or the stream ended inside a
-    /// frame: [`cleave::Error::Truncated`] carries the bytes).
+    /// frame: [`cleave_proto::Error::Truncated`] carries the bytes).
     #[error(transparent)]
-    Protocol(#[from] cleave::Error),
+    Protocol(#[from] cleave_proto::Error),
     /// The socket failed.
     #[error("read failed: {0}")]
     Io(#[from] io::Error),

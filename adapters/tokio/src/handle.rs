@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
-use cleave::{Bytes, Error, Frame, Lane, Rejected, Ticket, WriteQueue, WriteQueueConfig};
+use cleave_proto::{Bytes, Error, Frame, Lane, Rejected, Ticket, WriteQueue, WriteQueueConfig};
 use futures_sink::Sink;
 use tokio::io::AsyncWrite;
 use tokio::task::JoinHandle;
@@ -170,7 +170,7 @@ fn lock(inner: &Inner) -> MutexGuard<'_, Shared> {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use cleave::{Bytes, WriteQueueConfig};
+/// use cleave_proto::{Bytes, WriteQueueConfig};
 ///
 /// let (reader, writer) = tokio::io::duplex(64 * 1024);
 /// let (handle, task) = cleave_tokio::spawn_writer(writer, WriteQueueConfig::default());

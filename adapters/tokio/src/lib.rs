@@ -1,8 +1,8 @@
 //! cleave-tokio: drives cleave's Sans-IO core from tokio.
 //!
 //! It owns only what touches the runtime: reading into the core's
-//! [`RecvBuf`](cleave::RecvBuf) (straight into its spare room, no second
-//! copy), writing the core's [`WriteQueue`](cleave::WriteQueue) with
+//! [`RecvBuf`](cleave_proto::RecvBuf) (straight into its spare room, no second
+//! copy), writing the core's [`WriteQueue`](cleave_proto::WriteQueue) with
 //! vectored writes, waking whoever waits for room or for a ticket, timers
 //! for the session's deadline, and shutting down cleanly. Every protocol
 //! decision stays in the core.
@@ -10,7 +10,7 @@
 //! | need | use |
 //! |------|-----|
 //! | frames from a socket | [`FrameReader`] (a `Stream`) |
-//! | a routed connection (PROXY header, sniffing, frames, tunnel) | [`SessionReader`] (a `Stream` of [`cleave::Event`]s) |
+//! | a routed connection (PROXY header, sniffing, frames, tunnel) | [`SessionReader`] (a `Stream` of [`cleave_proto::Event`]s) |
 //! | one task reads and writes its connection | [`Writer`]: same-task, no lock, no extra task |
 //! | other tasks write to a connection | [`spawn_writer`] → [`WriteHandle`] (clone it; also a `Sink`) |
 //! | the raw part after a hand-off | [`tunnel`] |
@@ -28,8 +28,8 @@
 //! # Drive loop of a routing proxy
 //!
 //! ```no_run
-//! use cleave::route::{HostPattern, Match, Router};
-//! use cleave::{Event, Session, SessionConfig};
+//! use cleave_proto::route::{HostPattern, Match, Router};
+//! use cleave_proto::{Event, Session, SessionConfig};
 //! use cleave_tokio::{tunnel, SessionReader};
 //! use futures_util::StreamExt;
 //! use tokio::net::{TcpListener, TcpStream};

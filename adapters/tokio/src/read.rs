@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use cleave::{Decoder, Event, RecvBuf, RecvBufConfig, Session};
+use cleave_proto::{Decoder, Event, RecvBuf, RecvBufConfig, Session};
 use futures_core::Stream;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::time::{Instant, Sleep};
@@ -56,7 +56,7 @@ pub(crate) fn poll_fill<R: AsyncRead + Unpin>(
 ///
 /// Frames come out as the decoder cuts them; at the end of the stream an
 /// incomplete last frame comes out as
-/// [`ReadError::Protocol`]`(`[`cleave::Error::Truncated`]`)` carrying its
+/// [`ReadError::Protocol`]`(`[`cleave_proto::Error::Truncated`]`)` carrying its
 /// bytes, then the stream ends. Errors are final.
 /// [`into_parts`](Self::into_parts) hands back the reader, the buffer (with
 /// any unread bytes) and the decoder, for a protocol switch.
@@ -64,7 +64,7 @@ pub(crate) fn poll_fill<R: AsyncRead + Unpin>(
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), cleave_tokio::ReadError> {
-/// use cleave::Lines;
+/// use cleave_proto::Lines;
 /// use cleave_tokio::FrameReader;
 /// use futures_util::StreamExt;
 ///
@@ -115,7 +115,7 @@ impl<R: AsyncRead + Unpin, D: Decoder> FrameReader<R, D> {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// use cleave::{Encoder, Lines};
+    /// use cleave_proto::{Encoder, Lines};
     /// use cleave_tokio::{FrameReader, Writer};
     /// use futures_util::StreamExt;
     ///

@@ -6,7 +6,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use cleave::Bytes;
+use cleave_proto::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 /// Each direction's copy buffer. tokio's default (8 KiB) made twice the

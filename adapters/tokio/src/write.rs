@@ -5,7 +5,7 @@ use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use cleave::{Bytes, Frame, Progress, Rejected, Ticket, WriteQueue, WriteQueueConfig};
+use cleave_proto::{Bytes, Frame, Progress, Rejected, Ticket, WriteQueue, WriteQueueConfig};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use crate::handle::Item;
@@ -71,7 +71,7 @@ pub(crate) fn poll_drain<W: AsyncWrite + Unpin>(
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> std::io::Result<()> {
-/// use cleave::{Bytes, Encoder, LengthPrefixed};
+/// use cleave_proto::{Bytes, Encoder, LengthPrefixed};
 /// use cleave_tokio::Writer;
 ///
 /// let mut writer = Writer::new(Vec::new());
@@ -166,7 +166,7 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
         loop {
             match item.push_into(&mut self.queue) {
                 Ok(ticket) => return Ok(ticket),
-                Err(rejected) if rejected.error() == &cleave::Error::Closed => {
+                Err(rejected) if rejected.error() == &cleave_proto::Error::Closed => {
                     return Err(io::ErrorKind::BrokenPipe.into());
                 }
                 Err(rejected) => {

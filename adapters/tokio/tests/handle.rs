@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use cleave::{Bytes, WriteQueueConfig};
+use cleave_proto::{Bytes, WriteQueueConfig};
 use cleave_tokio::{spawn_writer, tunnel, WriteError, Writer};
 use futures_util::SinkExt;
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use cleave::route::{Match, Reason, Router, RouterConfig};
-use cleave::{Bytes, Error, Event, Lines, Session, SessionConfig, WriteQueueConfig};
+use cleave_proto::route::{Match, Reason, Router, RouterConfig};
+use cleave_proto::{Bytes, Error, Event, Lines, Session, SessionConfig, WriteQueueConfig};
 use cleave_tokio::{
     spawn_writer, tunnel, FrameReader, ReadError, SessionReader, WriteError, Writer,
 };
@@ -378,7 +378,7 @@ async fn same_task_writer_and_tunnel_lose_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_frame_waits_for_room_on_both_drivers_and_frames_arrive_whole() {
-    use cleave::{Encoder, LengthPrefixed};
+    use cleave_proto::{Encoder, LengthPrefixed};
     // A queue far smaller than what is sent: both drivers must wait.
     let config = WriteQueueConfig::default()
         .max_items(4)

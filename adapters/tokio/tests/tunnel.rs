@@ -7,7 +7,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use cleave::Bytes;
+use cleave_proto::Bytes;
 use cleave_tokio::tunnel;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

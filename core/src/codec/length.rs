@@ -52,7 +52,7 @@ pub enum Endian {
 /// Configuration of [`LengthPrefixed`].
 ///
 /// ```
-/// use cleave::{Endian, LengthConfig, LengthPrefixed};
+/// use cleave_proto::{Endian, LengthConfig, LengthPrefixed};
 ///
 /// // A 2-byte magic, then a 3-byte little-endian length that counts the
 /// // whole 5-byte header; keep the header in the frame.
@@ -64,7 +64,7 @@ pub enum Endian {
 ///     .keep_header();
 /// let decoder = LengthPrefixed::with_config(config)?;
 /// # let _ = decoder;
-/// # Ok::<(), cleave::Error>(())
+/// # Ok::<(), cleave_proto::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LengthConfig {
@@ -176,7 +176,7 @@ impl LengthConfig {
 /// decoder wait (or fail on its limit), not allocate.
 ///
 /// ```
-/// use cleave::{Decoder, LengthPrefixed, RecvBuf};
+/// use cleave_proto::{Decoder, LengthPrefixed, RecvBuf};
 ///
 /// let mut buf = RecvBuf::new();
 /// let mut frames = LengthPrefixed::new();
@@ -185,7 +185,7 @@ impl LengthConfig {
 /// assert_eq!(frames.decode(&mut buf)?, None); // 2 of 3 body bytes missing
 /// buf.feed(b"ye")?;
 /// assert_eq!(frames.decode(&mut buf)?.as_deref(), Some(&b"bye"[..]));
-/// # Ok::<(), cleave::Error>(())
+/// # Ok::<(), cleave_proto::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct LengthPrefixed {

@@ -27,7 +27,7 @@ pub const DEFAULT_MAX_LINE_LENGTH: usize = 64 * 1024;
 /// Configuration of [`Lines`].
 ///
 /// ```
-/// use cleave::{Lines, LinesConfig};
+/// use cleave_proto::{Lines, LinesConfig};
 ///
 /// let lines = Lines::with_config(
 ///     LinesConfig::default()
@@ -130,7 +130,7 @@ impl LinesConfig {
 /// searched again when a line arrives in pieces.
 ///
 /// ```
-/// use cleave::{Decoder, Error, Lines, RecvBuf};
+/// use cleave_proto::{Decoder, Error, Lines, RecvBuf};
 ///
 /// let mut buf = RecvBuf::new();
 /// let mut lines = Lines::new();
@@ -147,7 +147,7 @@ impl LinesConfig {
 ///     }
 ///     other => panic!("{other:?}"),
 /// }
-/// # Ok::<(), cleave::Error>(())
+/// # Ok::<(), cleave_proto::Error>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Lines {

@@ -62,7 +62,7 @@ impl VarintConfig {
 /// Decoder of varint-length-delimited frames into their bodies.
 ///
 /// ```
-/// use cleave::{Decoder, RecvBuf, Varint};
+/// use cleave_proto::{Decoder, RecvBuf, Varint};
 ///
 /// let mut buf = RecvBuf::new();
 /// let mut frames = Varint::new();
@@ -70,7 +70,7 @@ impl VarintConfig {
 /// assert_eq!(frames.decode(&mut buf)?.as_deref(), Some(&b"abc"[..]));
 /// assert_eq!(frames.decode(&mut buf)?.as_deref(), Some(&b""[..]));
 /// assert_eq!(frames.decode(&mut buf)?, None);
-/// # Ok::<(), cleave::Error>(())
+/// # Ok::<(), cleave_proto::Error>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Varint {

@@ -145,7 +145,7 @@ impl RequestHead {
 /// in pieces, looking at each byte a bounded number of times.
 ///
 /// ```
-/// use cleave::sniff::{http, Sniff};
+/// use cleave_proto::sniff::{http, Sniff};
 ///
 /// let head = b"GET /chat HTTP/1.1\r\nHost: example.com:8080\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nrest";
 /// match http::sniff(head, http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS) {
@@ -197,7 +197,7 @@ fn head_end(window: &[u8]) -> Option<usize> {
 /// starts it over.
 ///
 /// ```
-/// use cleave::sniff::{http, Sniff};
+/// use cleave_proto::sniff::{http, Sniff};
 ///
 /// let head = b"GET / HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n";
 /// let mut sniffer = http::Sniffer::new();

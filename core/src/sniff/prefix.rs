@@ -7,7 +7,7 @@ use crate::sniff::Sniff;
 /// shorter piece of it, `NoMatch` as soon as a byte differs.
 ///
 /// ```
-/// use cleave::sniff::{prefix, Sniff};
+/// use cleave_proto::sniff::{prefix, Sniff};
 ///
 /// assert_eq!(prefix::sniff(b"SSH-2.0-OpenSSH_9.2\r\n", b"SSH-"), Sniff::Match { facts: (), len: 4 });
 /// assert_eq!(prefix::sniff(b"SS", b"SSH-"), Sniff::NeedMore);

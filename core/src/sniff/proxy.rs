@@ -162,7 +162,7 @@ fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
 /// `max_len` bytes; `len` of a match is the header's length.
 ///
 /// ```
-/// use cleave::sniff::{proxy, Sniff};
+/// use cleave_proto::sniff::{proxy, Sniff};
 ///
 /// let data = b"PROXY TCP4 192.0.2.1 198.51.100.1 56324 443\r\nGET / HTTP/1.1\r\n";
 /// match proxy::sniff(data, proxy::DEFAULT_MAX_HEADER) {

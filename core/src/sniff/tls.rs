@@ -81,7 +81,7 @@ fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
 /// same answers while looking at each byte only once.
 ///
 /// ```
-/// use cleave::sniff::{tls, Sniff};
+/// use cleave_proto::sniff::{tls, Sniff};
 ///
 /// let hello = include_bytes!("../../tests/fixtures/tls_curl.bin");
 /// match tls::sniff(hello, tls::DEFAULT_MAX_HELLO) {
@@ -111,7 +111,7 @@ pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ClientHello> {
 /// starts it over.
 ///
 /// ```
-/// use cleave::sniff::{tls, Sniff};
+/// use cleave_proto::sniff::{tls, Sniff};
 ///
 /// let hello = include_bytes!("../../tests/fixtures/tls_curl.bin");
 /// let mut sniffer = tls::Sniffer::new();

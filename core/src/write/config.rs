@@ -66,14 +66,14 @@ pub const DEFAULT_URGENT_MAX_BYTES: usize = 16 * 1024;
 /// Limits and policies of a [`WriteQueue`](crate::WriteQueue).
 ///
 /// ```
-/// use cleave::WriteQueueConfig;
+/// use cleave_proto::WriteQueueConfig;
 ///
 /// let config = WriteQueueConfig::default()
 ///     .max_items(256)?
 ///     .max_bytes(1 << 20)?
 ///     .coalesce_below(0); // never copy
 /// # let _ = config;
-/// # Ok::<(), cleave::Error>(())
+/// # Ok::<(), cleave_proto::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteQueueConfig {

@@ -11,7 +11,7 @@ use bytes::Bytes;
 /// pieces: it hands large writes out in slices of its `piece_size`.)
 ///
 /// ```
-/// use cleave::{fragments, Bytes};
+/// use cleave_proto::{fragments, Bytes};
 ///
 /// let payload = Bytes::from(vec![7u8; 3000]);
 /// let pieces: Vec<Bytes> = fragments(payload, 1420).collect();

@@ -212,7 +212,7 @@ impl Plan {
 ///   coalescing threshold, and none per ticket.
 ///
 /// ```
-/// use cleave::{Bytes, WriteQueue};
+/// use cleave_proto::{Bytes, WriteQueue};
 ///
 /// let mut queue = WriteQueue::new();
 /// let ticket = queue.push(Bytes::from(vec![1u8; 4096])).expect("room");
@@ -236,7 +236,7 @@ impl Plan {
 /// assert_eq!(first, 3096);
 /// queue.advance(3096 + 15)?;
 /// assert!(queue.is_written(ticket) && queue.is_flushed());
-/// # Ok::<(), cleave::Error>(())
+/// # Ok::<(), cleave_proto::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct WriteQueue {
@@ -466,7 +466,7 @@ impl WriteQueue {
     /// nothing.
     ///
     /// ```
-    /// use cleave::{Bytes, WriteQueue};
+    /// use cleave_proto::{Bytes, WriteQueue};
     ///
     /// let mut queue = WriteQueue::new();
     /// queue.push(Bytes::from(vec![1u8; 4096])).expect("room");
@@ -476,7 +476,7 @@ impl WriteQueue {
     /// let written: usize = out.iter().map(|b| b.len()).sum();
     /// queue.advance(written)?;
     /// assert_eq!(queue.len(), 9);
-    /// # Ok::<(), cleave::Error>(())
+    /// # Ok::<(), cleave_proto::Error>(())
     /// ```
     pub fn chunks_owned(&mut self, out: &mut Vec<Bytes>, max: usize) -> usize {
         self.make_plan(max);

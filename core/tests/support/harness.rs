@@ -1,12 +1,12 @@
 //! Drives a decoder over an input cut into pieces and checks the contracts
-//! of `cleave::Decoder`: chunking invariance, nothing lost, final errors.
+//! of `cleave_proto::Decoder`: chunking invariance, nothing lost, final errors.
 //!
 //! Shared by the integration tests (`mod support`) and the fuzz targets
 //! (`#[path]`), so both check exactly the same things.
 
 #![allow(dead_code)]
 
-use cleave::{Bytes, Decoder, Error, RecvBuf, RecvBufConfig};
+use cleave_proto::{Bytes, Decoder, Error, RecvBuf, RecvBufConfig};
 
 /// Where a codec's frame sits in the bytes it was cut from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

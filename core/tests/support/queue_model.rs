@@ -9,7 +9,7 @@
 
 use std::io::IoSlice;
 
-use cleave::{Bytes, Error, Frame, Lane, Limit, Ticket, WriteQueue, WriteQueueConfig};
+use cleave_proto::{Bytes, Error, Frame, Lane, Limit, Ticket, WriteQueue, WriteQueueConfig};
 
 #[derive(Clone, Debug)]
 pub enum Op {

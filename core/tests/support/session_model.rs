@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use cleave::route::{HostPattern, Match, Router};
-use cleave::{Bytes, Decoder, Error, Event, Session};
+use cleave_proto::route::{HostPattern, Match, Router};
+use cleave_proto::{Bytes, Decoder, Error, Event, Session};
 
 pub fn rules() -> Router<&'static str> {
     Router::new("other")

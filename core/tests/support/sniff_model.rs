@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use cleave::sniff::Sniff;
+use cleave_proto::sniff::Sniff;
 
 /// The answer on every prefix of `data`: need more, then one final answer
 /// that never changes (a sniffer is a pure function of the bytes so far).
