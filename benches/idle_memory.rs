@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use cleave_proto::{Encoder, Framed, Lines};
 use cleave_mio::{Conn, Conns};
+use cleave_proto::{Encoder, Framed, Lines};
 use futures_util::StreamExt;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -237,9 +237,15 @@ fn sizes() -> Vec<(&'static str, usize)> {
             "cleave_mio::Conn<mio::net::TcpStream, cleave_proto::Framed<cleave_proto::Lines>>",
             size_of::<Conn<mio::net::TcpStream, Framed<Lines>>>(),
         ),
-        ("cleave_proto::WriteQueue", size_of::<cleave_proto::WriteQueue>()),
+        (
+            "cleave_proto::WriteQueue",
+            size_of::<cleave_proto::WriteQueue>(),
+        ),
         ("cleave_proto::RecvBuf", size_of::<cleave_proto::RecvBuf>()),
-        ("cleave_proto::Framed<cleave_proto::Lines>", size_of::<Framed<Lines>>()),
+        (
+            "cleave_proto::Framed<cleave_proto::Lines>",
+            size_of::<Framed<Lines>>(),
+        ),
         (
             "cleave_tokio::FrameReader<tokio::net::tcp::OwnedReadHalf, cleave_proto::Lines>",
             size_of::<cleave_tokio::FrameReader<tokio::net::tcp::OwnedReadHalf, Lines>>(),

@@ -8,8 +8,8 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 
-use cleave_proto::{Bytes, Encoder, Event, Frame, Framed, Lines, Session, WriteQueueConfig};
 use cleave_mio::Conn;
+use cleave_proto::{Bytes, Encoder, Event, Frame, Framed, Lines, Session, WriteQueueConfig};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 

@@ -12,10 +12,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use cleave_proto::{Decoder, LengthPrefixed, Lines, LinesConfig, RecvBuf, RecvBufConfig, Varint};
 use cleave_benches::{
     block_on, length_input, lines_input, varint_input, Pieces, COALESCED, FRAGMENTED,
 };
+use cleave_proto::{Decoder, LengthPrefixed, Lines, LinesConfig, RecvBuf, RecvBufConfig, Varint};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 /// What a variant reports: frames and payload bytes, to check all agree.

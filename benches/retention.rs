@@ -15,8 +15,8 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use cleave_proto::{Bytes, Decoder, Lines, LinesConfig, RecvBuf, RecvBufConfig};
 use cleave_benches::lines_input;
+use cleave_proto::{Bytes, Decoder, Lines, LinesConfig, RecvBuf, RecvBufConfig};
 
 struct Tracking;
 

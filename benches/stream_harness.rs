@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use bytes_handoff::{HandoffBuffer, HandoffBufferConfig, WriteHandoff, WriteHandoffConfig};
 use cleave_proto::route::{Match, Router};
-use cleave_proto::{Encoder, Event, Lines, RecvBufConfig, Session, SessionConfig, WriteQueueConfig};
+use cleave_proto::{
+    Encoder, Event, Lines, RecvBufConfig, Session, SessionConfig, WriteQueueConfig,
+};
 use cleave_tokio::{spawn_writer, tunnel, SessionReader, Writer};
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};

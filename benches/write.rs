@@ -9,8 +9,8 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use cleave_proto::{fragments, Encoder, LengthPrefixed, WriteQueue, WriteQueueConfig};
 use cleave_benches::{block_on, Counting};
+use cleave_proto::{fragments, Encoder, LengthPrefixed, WriteQueue, WriteQueueConfig};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use futures_util::SinkExt;
 use tokio_util::codec::{BytesCodec, FramedWrite, LengthDelimitedCodec};

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use cleave_proto::route::Reason;
 use cleave_proto::sniff::http::{is_upgrade_head, Heads};
-use cleave_proto::{Bytes, Error, Event, Field, InvalidInput, Lines, ProxyMode, Session, SessionConfig};
+use cleave_proto::{
+    Bytes, Error, Event, Field, InvalidInput, Lines, ProxyMode, Session, SessionConfig,
+};
 use proptest::prelude::*;
 use session_model::{accounted, drive, pieces, rules};
 
@@ -195,7 +197,9 @@ fn an_optional_header_cut_by_the_end_is_the_clients_bytes() {
 
 #[test]
 fn a_buffer_too_small_to_decide_is_a_final_limit_error() {
-    let small = cleave_proto::RecvBufConfig::default().max_buffered(64).unwrap();
+    let small = cleave_proto::RecvBufConfig::default()
+        .max_buffered(64)
+        .unwrap();
     let buffer_full = |error: &Option<Error>| {
         matches!(
             error,

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use cleave_mio::{Accepted, Conn, Conns};
 use cleave_proto::route::{Match, Router, RouterConfig};
 use cleave_proto::{Bytes, Encoder, Framed, Lines, Session, SessionConfig};
-use cleave_mio::{Accepted, Conn, Conns};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 

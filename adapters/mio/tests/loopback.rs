@@ -9,11 +9,11 @@ use std::net::{Shutdown, SocketAddr};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use cleave_mio::{Conn, ConnError};
 use cleave_proto::route::{Match, Reason, Router, RouterConfig};
 use cleave_proto::{
     Bytes, Encoder, Error, Event, Framed, Lines, Session, SessionConfig, WriteQueueConfig,
 };
-use cleave_mio::{Conn, ConnError};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 

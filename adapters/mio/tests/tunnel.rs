@@ -8,9 +8,9 @@ use std::net::{Shutdown, SocketAddr};
 use std::thread;
 use std::time::Duration;
 
+use cleave_mio::{Conn, ConnError, ReadOutcome};
 use cleave_proto::route::Router;
 use cleave_proto::{Bytes, Event, Session, SessionConfig, WriteQueueConfig};
-use cleave_mio::{Conn, ConnError, ReadOutcome};
 use mio::net::TcpStream;
 use mio::{Events, Poll, Token};
 
