@@ -1,5 +1,10 @@
 //! `WriteQueue`: conservation, order, frames kept whole, tickets and
 //! limits, under any sequence of pushes, partial writes and drains.
+//!
+//! The model drains through `io_slices` (`std::io::IoSlice`) as well as
+//! `chunks`, so it needs the `std` feature.
+
+#![cfg(feature = "std")]
 
 #[path = "support/queue_model.rs"]
 mod queue_model;
