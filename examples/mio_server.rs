@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example mio_server                     # 5000 clients
+//!                        (fewer, said on stderr, if the descriptor limit is lower)
 //! cargo run --release --example mio_server -- --clients 20000
 //! cargo run --release --example mio_server -- --listen 127.0.0.1:7000
 //! ```
@@ -14,15 +15,17 @@
 //!
 //! The built-in run connects every client first, so that all of them are
 //! open at once, then each sends its lines in small pieces, half-closes,
-//! and checks every answer.
+//! and checks every answer. Clients and server share the process, two
+//! descriptors a client: it raises its soft descriptor limit to the hard
+//! one, and runs fewer clients (saying so) when that is still too low.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use cleave_proto::{Bytes, Encoder, Framed, Lines, LinesConfig};
 use cleave_mio::{Conn, ConnError, Conns};
+use cleave_proto::{Bytes, Encoder, Framed, Lines, LinesConfig};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
@@ -214,8 +217,71 @@ fn clients(addr: SocketAddr, ids: Vec<usize>) -> Result<usize, BoxError> {
     Ok(checked)
 }
 
+/// Descriptors the built-in run needs besides two per client (its socket
+/// and the server's): the listener, the poll, the threads, stdio.
+const SPARE_DESCRIPTORS: u64 = 64;
+
+/// Raises this process's soft limit on open descriptors to its hard limit
+/// (no privilege needed) and returns the limit now in force, or `None` where
+/// there is none to read.
+#[cfg(unix)]
+fn raise_descriptor_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given; the resource is valid.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit reads the struct it is given; raising the soft
+        // limit up to the hard one is always allowed.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+    }
+    // `rlim_t` is not `u64` on every unix.
+    #[allow(clippy::useless_conversion)]
+    Some(u64::try_from(limit.rlim_cur).unwrap_or(u64::MAX))
+}
+
+#[cfg(not(unix))]
+fn raise_descriptor_limit() -> Option<u64> {
+    None
+}
+
+/// How many clients the built-in run can hold open at once: `wanted`, or
+/// fewer when the descriptor limit is lower (said on stderr), or an error
+/// naming the limit when `--clients` asked for more than fits.
+fn clients_that_fit(wanted: usize, asked: bool) -> Result<usize, BoxError> {
+    let Some(limit) = raise_descriptor_limit() else {
+        return Ok(wanted);
+    };
+    let fit = usize::try_from(limit.saturating_sub(SPARE_DESCRIPTORS) / 2).unwrap_or(usize::MAX);
+    if wanted <= fit {
+        return Ok(wanted);
+    }
+    let why = format!(
+        "{wanted} clients need {} open descriptors (two each), and this process may open {limit}",
+        2 * wanted as u64 + SPARE_DESCRIPTORS
+    );
+    if asked || fit == 0 {
+        return Err(
+            format!("{why}; raise the limit (ulimit -n) or ask for --clients {fit}").into(),
+        );
+    }
+    eprintln!("mio_server: {why}: running {fit} clients (raise it with ulimit -n)");
+    Ok(fit)
+}
+
 fn run(args: &[String]) -> Result<(), BoxError> {
     let mut count = 5000usize;
+    let mut asked = false;
     let mut listen = None;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -224,7 +290,8 @@ fn run(args: &[String]) -> Result<(), BoxError> {
                 count = args
                     .next()
                     .and_then(|n| n.parse().ok())
-                    .ok_or("--clients N")?
+                    .ok_or("--clients N")?;
+                asked = true;
             }
             "--listen" => listen = Some(args.next().ok_or("--listen ADDR")?.parse::<SocketAddr>()?),
             "--help" | "-h" => {
@@ -240,6 +307,8 @@ fn run(args: &[String]) -> Result<(), BoxError> {
         return Ok(());
     }
 
+    // Clients and server share this process: two descriptors a client.
+    let count = clients_that_fit(count, asked)?;
     let listener = listener("127.0.0.1:0".parse()?)?;
     let addr = listener.local_addr()?;
     let started = Instant::now();
