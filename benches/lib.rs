@@ -110,3 +110,10 @@ impl std::io::Write for Counting {
         Ok(())
     }
 }
+
+/// The project README's examples (the core's and the adapters'), compiled
+/// and run as doctests here, in the workspace where every crate is in
+/// reach (this crate is not published).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -75,6 +75,8 @@
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
+// Builders and results a caller must act on are `#[must_use]`.
+#![warn(clippy::must_use_candidate, clippy::return_self_not_must_use)]
 #![warn(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -109,3 +111,9 @@ pub use recv_buf::{
 };
 pub use session::{Event, NoFrames, ProxyMode, Session, SessionConfig};
 pub use write::{fragments, Fragments, Lane, Progress, Ticket, WriteQueue, WriteQueueConfig};
+
+/// This crate's README, its examples compiled and run as doctests (the
+/// README ships in the package, so they build from the packaged sources).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -105,6 +105,8 @@
 //! ```
 
 #![warn(missing_docs, unreachable_pub)]
+// Builders and results a caller must act on are `#[must_use]`.
+#![warn(clippy::must_use_candidate, clippy::return_self_not_must_use)]
 #![forbid(unsafe_code)]
 
 mod conn;
@@ -114,3 +116,9 @@ mod error;
 pub use conn::{Conn, ReadOutcome, Socket, DEFAULT_READ_BUDGET};
 pub use conns::{Accepted, Conns};
 pub use error::ConnError;
+
+/// This crate's README, its examples compiled and run as doctests (the
+/// README ships in the package, so they build from the packaged sources).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

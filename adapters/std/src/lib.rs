@@ -109,6 +109,8 @@
 //! methods).
 
 #![warn(missing_docs, unreachable_pub)]
+// Builders and results a caller must act on are `#[must_use]`.
+#![warn(clippy::must_use_candidate, clippy::return_self_not_must_use)]
 #![forbid(unsafe_code)]
 
 mod error;
@@ -122,3 +124,9 @@ pub use error::{RecvError, SendError, WriteError};
 pub use handle::WriteHandle;
 pub use stream::Stream;
 pub use thread::{spawn_writer, try_spawn_writer};
+
+/// This crate's README, its examples compiled and run as doctests (the
+/// README ships in the package, so they build from the packaged sources).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

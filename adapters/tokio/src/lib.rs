@@ -62,6 +62,8 @@
 //! ```
 
 #![warn(missing_docs, unreachable_pub)]
+// Builders and results a caller must act on are `#[must_use]`.
+#![warn(clippy::must_use_candidate, clippy::return_self_not_must_use)]
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "codec")]
@@ -80,8 +82,8 @@ pub use read::{FrameReader, SessionReader};
 pub use tunnel::{tunnel, Reset};
 pub use write::Writer;
 
-/// The README's examples (the core's and this crate's), compiled and run as
-/// doctests here, where both crates are in reach.
+/// This crate's README, its examples compiled and run as doctests (the
+/// README ships in the package, so they build from the packaged sources).
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
