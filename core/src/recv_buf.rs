@@ -93,6 +93,7 @@ impl RecvBufConfig {
     /// Capacity the buffer may keep while it is empty; above it, the
     /// allocation is given back the moment the buffer empties. `0` releases
     /// every time, at the price of one allocation per read.
+    #[must_use]
     pub fn idle_capacity(mut self, capacity: usize) -> Self {
         self.idle_capacity = capacity;
         self
@@ -106,6 +107,7 @@ impl RecvBufConfig {
     /// default: measured in `benches/retention.rs` and explained in the
     /// README, splitting is faster and pins at most one read block per kept
     /// frame, which only matters for consumers that keep frames for long.
+    #[must_use]
     pub fn copy_frames_up_to(mut self, len: usize) -> Self {
         self.copy_frames_up_to = len;
         self
@@ -118,33 +120,39 @@ impl RecvBufConfig {
     /// next burst arrives, about 100-160 ns a burst in `--bench read`
     /// (the README's table). Turn it off for a few busy connections whose
     /// every microsecond counts.
+    #[must_use]
     pub fn release_when_idle(mut self, release: bool) -> Self {
         self.release_when_idle = release;
         self
     }
 
     /// See [`release_when_idle`](Self::release_when_idle).
+    #[must_use]
     pub fn releases_when_idle(&self) -> bool {
         self.release_when_idle
     }
 
     /// See [`max_buffered`](Self::max_buffered).
     #[inline]
+    #[must_use]
     pub fn max_buffered_len(&self) -> usize {
         self.max_buffered
     }
 
     /// See [`read_reserve`](Self::read_reserve).
+    #[must_use]
     pub fn read_reserve_len(&self) -> usize {
         self.read_reserve
     }
 
     /// See [`idle_capacity`](Self::idle_capacity).
+    #[must_use]
     pub fn idle_capacity_len(&self) -> usize {
         self.idle_capacity
     }
 
     /// See [`copy_frames_up_to`](Self::copy_frames_up_to).
+    #[must_use]
     pub fn copy_frames_up_to_len(&self) -> usize {
         self.copy_frames_up_to
     }
@@ -241,11 +249,13 @@ impl fmt::Debug for RecvBuf {
 
 impl RecvBuf {
     /// An empty buffer with the default configuration. Allocates nothing.
+    #[must_use]
     pub fn new() -> Self {
         Self::with_config(RecvBufConfig::default())
     }
 
     /// An empty buffer with the given configuration. Allocates nothing.
+    #[must_use]
     pub fn with_config(config: RecvBufConfig) -> Self {
         Self {
             buf: BytesMut::new(),
@@ -322,6 +332,7 @@ impl RecvBuf {
 
     /// The buffered bytes as a `BytesMut`, with the memory behind them, no
     /// copy: the inverse of [`from_buffer`](Self::from_buffer).
+    #[must_use]
     pub fn into_buffer(mut self) -> BytesMut {
         self.buf.truncate(self.filled);
         self.buf
@@ -329,30 +340,35 @@ impl RecvBuf {
 
     /// The configuration.
     #[inline]
+    #[must_use]
     pub fn config(&self) -> &RecvBufConfig {
         &self.config
     }
 
     /// Bytes buffered and not consumed.
     #[inline]
+    #[must_use]
     pub fn len(&self) -> usize {
         self.filled
     }
 
     /// Whether nothing is buffered.
     #[inline]
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.filled == 0
     }
 
     /// Whether the buffer holds `max_buffered` bytes and can take no more.
     #[inline]
+    #[must_use]
     pub fn is_full(&self) -> bool {
         self.filled >= self.config.max_buffered
     }
 
     /// How many more bytes the buffer may take before it is full.
     #[inline]
+    #[must_use]
     pub fn remaining(&self) -> usize {
         self.config.max_buffered.saturating_sub(self.filled)
     }
@@ -360,6 +376,7 @@ impl RecvBuf {
     /// Bytes of memory this buffer keeps alive: the block its bytes and
     /// spare room live in (frames split off earlier may share it), 0 once
     /// it gave its memory back.
+    #[must_use]
     pub fn capacity(&self) -> usize {
         self.block.max(self.buf.capacity())
     }
@@ -367,6 +384,7 @@ impl RecvBuf {
     /// Stream offset of the first buffered byte: how many bytes were consumed
     /// (split, advanced or taken) since the buffer was made.
     #[inline]
+    #[must_use]
     pub fn offset(&self) -> u64 {
         self.offset
     }
@@ -455,6 +473,7 @@ impl RecvBuf {
 
     /// The buffered bytes, without consuming them.
     #[inline]
+    #[must_use]
     pub fn peek(&self) -> &[u8] {
         &self.buf[..self.filled]
     }

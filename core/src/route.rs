@@ -36,6 +36,7 @@ pub struct HostPattern {
 
 impl HostPattern {
     /// Parses `pattern`; a leading `*.` makes it a wildcard.
+    #[must_use]
     pub fn new(pattern: &str) -> Self {
         let lower = pattern.to_ascii_lowercase();
         match lower.strip_prefix("*.") {
@@ -51,6 +52,7 @@ impl HostPattern {
     }
 
     /// Whether `host` (any case, a trailing dot allowed) matches.
+    #[must_use]
     pub fn matches(&self, host: &str) -> bool {
         let host = host.strip_suffix('.').unwrap_or(host);
         if !self.wildcard {
@@ -114,6 +116,7 @@ impl RouterConfig {
     /// not seen by then, it does not match. Bytes past the budget are never
     /// looked at, so the decision does not depend on how the bytes arrived.
     /// Default [`DEFAULT_BUDGET`].
+    #[must_use]
     pub fn budget(mut self, bytes: usize) -> Self {
         self.budget = bytes;
         self
@@ -122,6 +125,7 @@ impl RouterConfig {
     /// How long after the connection began the router waits for a rule to
     /// become decidable; then it decides with what it has. Default
     /// [`DEFAULT_INSPECT_DELAY`].
+    #[must_use]
     pub fn inspect_delay(mut self, delay: Duration) -> Self {
         self.inspect_delay = delay;
         self
@@ -129,6 +133,7 @@ impl RouterConfig {
 
     /// Limits of the HTTP head sniffer (bytes, headers). Default
     /// [`http::DEFAULT_MAX_HEAD`], [`http::DEFAULT_MAX_HEADERS`].
+    #[must_use]
     pub fn http_limits(mut self, max_head: usize, max_headers: usize) -> Self {
         self.max_head = max_head;
         self.max_headers = max_headers;
@@ -136,6 +141,7 @@ impl RouterConfig {
     }
 
     /// See [`inspect_delay`](Self::inspect_delay).
+    #[must_use]
     pub fn inspect_delay_duration(&self) -> Duration {
         self.inspect_delay
     }
@@ -213,6 +219,7 @@ pub struct RouteState {
 
 impl RouteState {
     /// A state for a connection that has sent nothing yet.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
@@ -296,6 +303,7 @@ impl<T: Clone> Router<T> {
     }
 
     /// Adds a rule after the others.
+    #[must_use]
     pub fn rule(mut self, when: Match, target: T) -> Self {
         Arc::make_mut(&mut self.rules).push((when, target));
         self
@@ -534,6 +542,7 @@ impl<T> FrameRouter<T> {
     }
 
     /// Frames that start with `prefix` go to `target` (first rule wins).
+    #[must_use]
     pub fn prefix(mut self, prefix: impl Into<Bytes>, target: T) -> Self {
         self.rules.push((prefix.into(), target));
         self

@@ -44,6 +44,7 @@ impl Default for SessionConfig {
 
 impl SessionConfig {
     /// Whether a PROXY header comes first. Default [`ProxyMode::Off`].
+    #[must_use]
     pub fn proxy(mut self, mode: ProxyMode) -> Self {
         self.proxy = mode;
         self
@@ -69,6 +70,7 @@ impl SessionConfig {
     }
 
     /// The receive buffer's configuration.
+    #[must_use]
     pub fn recv_buf(mut self, config: RecvBufConfig) -> Self {
         self.recv = config;
         self

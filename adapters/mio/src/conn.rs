@@ -122,7 +122,8 @@ pub const DEFAULT_READ_BUDGET: usize = 64 * 1024;
 ///
 /// ```text
 ///   accept ─> Conn::new(socket, inbound) ─> register(registry, token)
-///   event.is_readable()  ─> on_readable(&mut events)   (reads until WouldBlock)
+///   event.is_readable()  ─> on_readable(&mut events)   (reads until WouldBlock or the
+///                                                       read budget: `more` says read on)
 ///                            handle events; push / push_frame answers
 ///   event.is_writable()  ─> on_writable()              (writes until WouldBlock or empty)
 ///   after pushing        ─> on_writable()              (write now; WRITABLE covers the rest)

@@ -63,12 +63,14 @@ impl<S, P> Default for Conns<S, P> {
 
 impl<S, P> Conns<S, P> {
     /// No connections; tokens from `Token(0)`.
+    #[must_use]
     pub fn new() -> Self {
         Self::starting_at(Token(0))
     }
 
     /// No connections; tokens from `first` on (keep your listeners' and
     /// wakers' tokens below it).
+    #[must_use]
     pub fn starting_at(first: Token) -> Self {
         Self {
             slab: Slab::new(),
@@ -81,21 +83,25 @@ impl<S, P> Conns<S, P> {
     }
 
     /// How many connections there are.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.slab.len()
     }
 
     /// Whether there are none.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.slab.is_empty()
     }
 
     /// Whether `token` is one of these connections'.
+    #[must_use]
     pub fn contains(&self, token: Token) -> bool {
         self.key(token).is_some_and(|key| self.slab.contains(key))
     }
 
     /// The connection under `token`.
+    #[must_use]
     pub fn get(&self, token: Token) -> Option<&Conn<S, P>> {
         self.key(token).and_then(|key| self.slab.get(key))
     }
@@ -191,6 +197,7 @@ impl<S: Socket + Source, P: Inbound> Conns<S, P> {
     /// The earliest [deadline](Conn::deadline) of all connections (a
     /// session's inspect delay): the poll's timeout. It looks at every
     /// connection; a loop with very many keeps its own timer wheel instead.
+    #[must_use]
     pub fn next_deadline(&self) -> Option<Instant> {
         self.slab
             .iter()

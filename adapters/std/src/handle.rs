@@ -207,6 +207,7 @@ impl WriteHandle {
 
     /// Whether the push named by `ticket` has been handed to the writer
     /// (without taking the lock).
+    #[must_use]
     pub fn is_written(&self, ticket: Ticket) -> bool {
         self.inner.written[ticket.lane() as usize].load(Ordering::Acquire) >= ticket.offset()
     }
@@ -312,16 +313,19 @@ impl WriteHandle {
     }
 
     /// Bytes pending in the queue (both lanes).
+    #[must_use]
     pub fn pending_bytes(&self) -> usize {
         self.inner.lock().queue.len()
     }
 
     /// Whether the queue is closed, or the writer failed.
+    #[must_use]
     pub fn is_closed(&self) -> bool {
         self.inner.lock().queue.is_closed()
     }
 
     /// The writer's failure, if it failed.
+    #[must_use]
     pub fn error(&self) -> Option<WriteError> {
         self.inner.lock().failed.clone()
     }

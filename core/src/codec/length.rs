@@ -93,16 +93,19 @@ impl Default for LengthConfig {
 
 impl LengthConfig {
     /// The default: a 4-byte big-endian length, header stripped.
+    #[must_use]
     pub fn u32_be() -> Self {
         Self::default()
     }
 
     /// flatstream's layout: a 4-byte little-endian length, header stripped.
+    #[must_use]
     pub fn flatstream() -> Self {
         Self::default().endian(Endian::Little)
     }
 
     /// Bytes before the length field. Default 0.
+    #[must_use]
     pub fn field_offset(mut self, offset: usize) -> Self {
         self.offset = offset;
         self
@@ -127,6 +130,7 @@ impl LengthConfig {
     }
 
     /// Byte order of the length field. Default [`Endian::Big`].
+    #[must_use]
     pub fn endian(mut self, endian: Endian) -> Self {
         self.endian = endian;
         self
@@ -134,6 +138,7 @@ impl LengthConfig {
 
     /// Added to the field's value to get the number of bytes after the
     /// field. Default 0.
+    #[must_use]
     pub fn adjustment(mut self, adjustment: i64) -> Self {
         self.adjustment = adjustment;
         self
@@ -141,12 +146,14 @@ impl LengthConfig {
 
     /// Bytes left out at the start of each emitted frame; at most the header
     /// (`field_offset + field_width`). Default: the whole header.
+    #[must_use]
     pub fn skip(mut self, skip: usize) -> Self {
         self.skip = Some(skip);
         self
     }
 
     /// Emit the header as part of each frame (`skip(0)`).
+    #[must_use]
     pub fn keep_header(self) -> Self {
         self.skip(0)
     }
@@ -154,17 +161,20 @@ impl LengthConfig {
     /// The largest body (`field + adjustment`) accepted, in bytes. A larger
     /// one is an [`Error::LimitExceeded`] with [`Limit::FrameLength`] as soon
     /// as its header arrives. Default 8 MiB.
+    #[must_use]
     pub fn max_frame_length(mut self, max: u64) -> Self {
         self.max_frame = max;
         self
     }
 
     /// Header length: offset plus field width.
+    #[must_use]
     pub fn header_len(&self) -> usize {
         self.offset.saturating_add(self.width)
     }
 
     /// See [`max_frame_length`](Self::max_frame_length).
+    #[must_use]
     pub fn max_frame_len(&self) -> u64 {
         self.max_frame
     }
@@ -204,6 +214,7 @@ impl Default for LengthPrefixed {
 
 impl LengthPrefixed {
     /// A decoder with the default configuration.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }

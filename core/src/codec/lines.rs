@@ -65,6 +65,7 @@ impl Default for LinesConfig {
 
 impl LinesConfig {
     /// The byte that ends a line. Default `b'\n'`.
+    #[must_use]
     pub fn delimiter(mut self, delimiter: u8) -> Self {
         self.delimiter = delimiter;
         self
@@ -72,6 +73,7 @@ impl LinesConfig {
 
     /// Whether a `\r` right before the delimiter is dropped too. Default
     /// `true`, so `\r\n` and `\n` endings both work.
+    #[must_use]
     pub fn strip_cr(mut self, strip: bool) -> Self {
         self.strip_cr = strip;
         self
@@ -83,6 +85,7 @@ impl LinesConfig {
     /// delimiter (`max + 2` when the last of them is a `\r` that
     /// [`strip_cr`](Self::strip_cr) may still drop): the decoder never waits
     /// for more than that.
+    #[must_use]
     pub fn max_length(mut self, max: usize) -> Self {
         self.max_length = max;
         self
@@ -91,6 +94,7 @@ impl LinesConfig {
     /// Whether every line must be UTF-8 (checked with `simdutf8`). A line
     /// that is not is an [`Error::InvalidInput`] with [`InvalidInput::Utf8`],
     /// whose offset points at the first bad byte. Default `false`.
+    #[must_use]
     pub fn utf8(mut self, check: bool) -> Self {
         self.utf8 = check;
         self
@@ -99,6 +103,7 @@ impl LinesConfig {
     /// What [`Decoder::decode_eof`] does with bytes after the last delimiter:
     /// `true` returns them as a last line (tokio-util's `LinesCodec` does
     /// this), `false` (the default) returns them in an [`Error::Truncated`].
+    #[must_use]
     pub fn unterminated_last_line(mut self, allow: bool) -> Self {
         self.unterminated_last_line = allow;
         self
@@ -108,17 +113,20 @@ impl LinesConfig {
     /// (`\r\n`; ignored when the delimiter is `\r`). Default `false`. The
     /// decoder accepts both endings while [`strip_cr`](Self::strip_cr) is
     /// on.
+    #[must_use]
     pub fn crlf(mut self, crlf: bool) -> Self {
         self.crlf = crlf;
         self
     }
 
     /// See [`delimiter`](Self::delimiter).
+    #[must_use]
     pub fn delimiter_byte(&self) -> u8 {
         self.delimiter
     }
 
     /// See [`max_length`](Self::max_length).
+    #[must_use]
     pub fn max_line_length(&self) -> usize {
         self.max_length
     }
@@ -157,11 +165,13 @@ pub struct Lines {
 
 impl Lines {
     /// A decoder with the default configuration.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
 
     /// A decoder with the given configuration.
+    #[must_use]
     pub fn with_config(config: LinesConfig) -> Self {
         Self {
             config,

@@ -46,6 +46,7 @@ impl VarintConfig {
     /// The largest body accepted, in bytes. A larger one is an
     /// [`Error::LimitExceeded`] with [`Limit::FrameLength`] as soon as its
     /// length has arrived. Default 8 MiB.
+    #[must_use]
     pub fn max_frame_length(mut self, max: u64) -> Self {
         self.max_frame = max;
         self
@@ -53,6 +54,7 @@ impl VarintConfig {
 
     /// Accept lengths that are not minimally encoded, as protobuf's parsers
     /// do. Default `false`.
+    #[must_use]
     pub fn allow_non_minimal(mut self, allow: bool) -> Self {
         self.allow_non_minimal = allow;
         self
@@ -80,11 +82,13 @@ pub struct Varint {
 
 impl Varint {
     /// A decoder with the default configuration.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
 
     /// A decoder with the given configuration.
+    #[must_use]
     pub fn with_config(config: VarintConfig) -> Self {
         Self {
             config,

@@ -158,6 +158,7 @@ impl RequestHead {
 ///     other => panic!("{other:?}"),
 /// }
 /// ```
+#[must_use]
 pub fn sniff(data: &[u8], max_len: usize, max_headers: usize) -> Sniff<RequestHead> {
     let mut sniffer = Sniffer::new();
     sniffer.sniff(data, max_len, max_headers);
@@ -231,6 +232,7 @@ impl Default for Sniffer {
 
 impl Sniffer {
     /// A sniffer that has seen nothing.
+    #[must_use]
     pub fn new() -> Self {
         Self {
             scanned: 0,
@@ -558,6 +560,7 @@ impl Default for Heads {
 
 impl Heads {
     /// A decoder with limits on bytes and headers per head.
+    #[must_use]
     pub fn new(max_head: usize, max_headers: usize) -> Self {
         Self {
             max_head,

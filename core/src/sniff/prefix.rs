@@ -13,6 +13,7 @@ use crate::sniff::Sniff;
 /// assert_eq!(prefix::sniff(b"SS", b"SSH-"), Sniff::NeedMore);
 /// assert_eq!(prefix::sniff(b"GET /", b"SSH-"), Sniff::NoMatch);
 /// ```
+#[must_use]
 pub fn sniff(data: &[u8], prefix: &[u8]) -> Sniff<()> {
     let n = data.len().min(prefix.len());
     if data[..n] != prefix[..n] {

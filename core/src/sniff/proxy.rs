@@ -173,6 +173,7 @@ fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
 ///     other => panic!("{other:?}"),
 /// }
 /// ```
+#[must_use]
 pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
     let mut sniffer = Sniffer::new();
     sniffer.sniff(data, max_len);
@@ -210,6 +211,7 @@ impl Default for Sniffer {
 
 impl Sniffer {
     /// A sniffer that has seen nothing.
+    #[must_use]
     pub fn new() -> Self {
         Self {
             checked: 0,

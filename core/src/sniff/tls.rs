@@ -48,11 +48,13 @@ pub struct ClientHello {
 
 impl ClientHello {
     /// Whether the client offers TLS 1.3.
+    #[must_use]
     pub fn offers_tls13(&self) -> bool {
         self.supported_versions.contains(&0x0304)
     }
 
     /// Whether the client offers the ALPN protocol `name`.
+    #[must_use]
     pub fn offers_alpn(&self, name: &[u8]) -> bool {
         self.alpn.iter().any(|p| &p[..] == name)
     }
@@ -95,6 +97,7 @@ fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
 /// assert_eq!(tls::sniff(&hello[..100], tls::DEFAULT_MAX_HELLO), Sniff::NeedMore);
 /// assert_eq!(tls::sniff(b"GET / HTTP/1.1\r\n", tls::DEFAULT_MAX_HELLO), Sniff::NoMatch);
 /// ```
+#[must_use]
 pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ClientHello> {
     let mut sniffer = Sniffer::new();
     sniffer.sniff(data, max_len);
@@ -153,6 +156,7 @@ impl Default for Sniffer {
 
 impl Sniffer {
     /// A sniffer that has seen nothing.
+    #[must_use]
     pub fn new() -> Self {
         Self {
             at: 0,

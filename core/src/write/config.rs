@@ -121,12 +121,14 @@ impl WriteQueueConfig {
     /// and the connection waits). On by default: an idle connection then
     /// holds no run buffer (16 KiB once a small write came); the price is
     /// one allocation for the next burst's small writes.
+    #[must_use]
     pub fn release_when_idle(mut self, release: bool) -> Self {
         self.release_when_idle = release;
         self
     }
 
     /// See [`release_when_idle`](Self::release_when_idle).
+    #[must_use]
     pub fn releases_when_idle(&self) -> bool {
         self.release_when_idle
     }
@@ -178,6 +180,7 @@ impl WriteQueueConfig {
     /// system call does not carry hundreds of tiny `iovec`s. `0` never
     /// copies a payload (a [`Frame`](crate::Frame)'s inline framing, at most
     /// 16 bytes a part, is still copied).
+    #[must_use]
     pub fn coalesce_below(mut self, len: usize) -> Self {
         self.coalesce_below = len;
         self
@@ -227,41 +230,49 @@ impl WriteQueueConfig {
     }
 
     /// See [`max_items`](Self::max_items).
+    #[must_use]
     pub fn max_items_len(&self) -> usize {
         self.max_items
     }
 
     /// See [`max_bytes`](Self::max_bytes).
+    #[must_use]
     pub fn max_bytes_len(&self) -> usize {
         self.max_bytes
     }
 
     /// See [`urgent_max_items`](Self::urgent_max_items).
+    #[must_use]
     pub fn urgent_max_items_len(&self) -> usize {
         self.urgent_max_items
     }
 
     /// See [`urgent_max_bytes`](Self::urgent_max_bytes).
+    #[must_use]
     pub fn urgent_max_bytes_len(&self) -> usize {
         self.urgent_max_bytes
     }
 
     /// See [`coalesce_below`](Self::coalesce_below).
+    #[must_use]
     pub fn coalesce_below_len(&self) -> usize {
         self.coalesce_below
     }
 
     /// See [`piece_size`](Self::piece_size).
+    #[must_use]
     pub fn piece_size_len(&self) -> usize {
         self.piece_size
     }
 
     /// See [`max_slices`](Self::max_slices).
+    #[must_use]
     pub fn max_slices_len(&self) -> usize {
         self.max_slices
     }
 
     /// See [`max_drain_bytes`](Self::max_drain_bytes).
+    #[must_use]
     pub fn max_drain_bytes_len(&self) -> usize {
         self.max_drain_bytes
     }

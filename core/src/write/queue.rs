@@ -34,11 +34,13 @@ pub struct Ticket {
 
 impl Ticket {
     /// The lane of the push.
+    #[must_use]
     pub fn lane(&self) -> Lane {
         self.lane
     }
 
     /// Where the push ends in its lane's byte stream.
+    #[must_use]
     pub fn offset(&self) -> u64 {
         self.end
     }
@@ -54,12 +56,14 @@ pub struct Progress {
 
 impl Progress {
     /// Pushes whose last byte this advance handed to the writer.
+    #[must_use]
     pub fn completed(&self) -> usize {
         self.completed
     }
 
     /// The lane's watermark after the advance: every ticket of that lane
     /// with an offset at or below it is complete.
+    #[must_use]
     pub fn watermark(&self, lane: Lane) -> u64 {
         match lane {
             Lane::Bulk => self.bulk,
@@ -255,11 +259,13 @@ impl Default for WriteQueue {
 
 impl WriteQueue {
     /// An empty queue with the default configuration.
+    #[must_use]
     pub fn new() -> Self {
         Self::with_config(WriteQueueConfig::default())
     }
 
     /// An empty queue with the given configuration.
+    #[must_use]
     pub fn with_config(config: WriteQueueConfig) -> Self {
         Self {
             bulk: LaneQueue::default(),
@@ -271,58 +277,69 @@ impl WriteQueue {
     }
 
     /// The configuration.
+    #[must_use]
     pub fn config(&self) -> &WriteQueueConfig {
         &self.config
     }
 
     /// Bytes pending in both lanes.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.bulk.pending + self.urgent.pending
     }
 
     /// Whether nothing is pending.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Pushes pending in both lanes.
+    #[must_use]
     pub fn items(&self) -> usize {
         self.bulk.ends.len() + self.urgent.ends.len()
     }
 
     /// Bytes pending in one lane.
+    #[must_use]
     pub fn pending_bytes(&self, lane: Lane) -> usize {
         self.lane(lane).pending
     }
 
     /// Pushes pending in one lane.
+    #[must_use]
     pub fn pending_items(&self, lane: Lane) -> usize {
         self.lane(lane).ends.len()
     }
 
     /// Whether nothing is pending: everything pushed was handed to the
     /// writer (or dropped by [`abort`](Self::abort)).
+    #[must_use]
     pub fn is_flushed(&self) -> bool {
         self.is_empty()
     }
 
     /// Whether [`close`](Self::close) was called.
+    #[must_use]
     pub fn is_closed(&self) -> bool {
         self.closed
     }
 
     /// Whether a push of `len` bytes into `lane` would be accepted now.
+    #[must_use]
     pub fn fits(&self, lane: Lane, len: usize) -> bool {
         self.admit(lane, len).is_ok()
     }
 
     /// Whether the push named by `ticket` has been handed to the writer.
+    #[must_use]
     pub fn is_written(&self, ticket: Ticket) -> bool {
         self.lane(ticket.lane).written >= ticket.end
     }
 
     /// The lane's watermark: every ticket of the lane at or below it is
     /// complete.
+    #[must_use]
     pub fn watermark(&self, lane: Lane) -> u64 {
         self.lane(lane).written
     }
