@@ -1,6 +1,10 @@
 //! The router: decisions on real first flights, rule order, budget,
 //! deadline, and the same decision whatever the pieces.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
+use fixtures::fixture;
 use std::time::Duration;
 
 use cleave_proto::route::{
@@ -9,11 +13,6 @@ use cleave_proto::route::{
 use cleave_proto::sniff::{proxy, Sniff};
 use cleave_proto::{Error, Field, InvalidInput};
 use proptest::prelude::*;
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 fn rules() -> Router<&'static str> {
     Router::new("other")

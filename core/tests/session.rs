@@ -2,9 +2,13 @@
 //! the end, with the same events (and every byte accounted for) whatever
 //! the pieces.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
 #[path = "support/session_model.rs"]
 mod session_model;
 
+use fixtures::fixture;
 use std::time::Duration;
 
 use cleave_proto::route::Reason;
@@ -14,11 +18,6 @@ use cleave_proto::{
 };
 use proptest::prelude::*;
 use session_model::{accounted, drive, pieces, rules};
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 fn optional_proxy() -> SessionConfig {
     SessionConfig::default().proxy(ProxyMode::Optional)

@@ -4,52 +4,17 @@
 //! "need more" until its answer is final, then keeps it, so any split of
 //! the input gives the same answer.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
 #[path = "support/sniff_model.rs"]
 mod sniff_model;
 
 use cleave_proto::sniff::{http, prefix, proxy, tls, Sniff};
 use cleave_proto::{Bytes, Error, Field, InvalidInput};
+use fixtures::{fixture, ALL, PROXY_FIXTURES, TLS_FIXTURES};
 use proptest::prelude::*;
 use sniff_model::assert_prefix_stable;
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-const TLS_FIXTURES: [&str; 5] = [
-    "tls_openssl_sni_alpn.bin",
-    "tls_openssl_no_sni.bin",
-    "tls_curl.bin",
-    "tls_python.bin",
-    "tls_openssl_split_records.bin",
-];
-const PROXY_FIXTURES: [&str; 7] = [
-    "proxy_v1_tcp4.bin",
-    "proxy_v1_tcp6.bin",
-    "proxy_v2_tcp4.bin",
-    "proxy_v2_tcp6.bin",
-    "proxy_v2_tlvs.bin",
-    "proxy_v2_tlvs_no_authority.bin",
-    "proxy_v2_tlvs_ssl.bin",
-];
-const ALL: [&str; 15] = [
-    "tls_openssl_sni_alpn.bin",
-    "tls_openssl_no_sni.bin",
-    "tls_curl.bin",
-    "tls_python.bin",
-    "tls_openssl_split_records.bin",
-    "proxy_v1_tcp4.bin",
-    "proxy_v1_tcp6.bin",
-    "proxy_v2_tcp4.bin",
-    "proxy_v2_tcp6.bin",
-    "proxy_v2_tlvs.bin",
-    "proxy_v2_tlvs_no_authority.bin",
-    "proxy_v2_tlvs_ssl.bin",
-    "http_curl_get.bin",
-    "http_curl_upgrade.bin",
-    "ssh_openssh.bin",
-];
 
 fn tls(data: &[u8]) -> Sniff<tls::ClientHello> {
     tls::sniff(data, tls::DEFAULT_MAX_HELLO)

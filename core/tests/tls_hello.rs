@@ -3,24 +3,15 @@
 //! as rustls reads it, trailing bytes included. Every case is held against
 //! rustls's `Acceptor` on the same bytes.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
 use core::time::Duration;
+use fixtures::{fixture, TLS_FIXTURES};
 
 use cleave_proto::route::{HostPattern, Match, Reason, Router};
 use cleave_proto::sniff::{tls, Sniff};
 use cleave_proto::{Error, Field, InvalidInput};
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-const TLS_FIXTURES: [&str; 5] = [
-    "tls_openssl_sni_alpn.bin",
-    "tls_openssl_no_sni.bin",
-    "tls_curl.bin",
-    "tls_python.bin",
-    "tls_openssl_split_records.bin",
-];
 
 /// rustls's server name for the hello, or its error.
 fn rustls_sni(data: &[u8]) -> Result<Option<String>, String> {

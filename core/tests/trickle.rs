@@ -6,38 +6,19 @@
 //! a PROXY v2 header with an 8 KiB TLV — through each sniffer, the router
 //! and the session.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
 #[path = "support/flights.rs"]
 mod flights;
 
 use core::time::Duration;
+use fixtures::{fixture, ALL};
 
 use cleave_proto::route::{HostPattern, Match, Reason, RouteState, Router, RouterConfig};
 use cleave_proto::sniff::{http, proxy, tls, Sniff};
 use cleave_proto::{Event, ProxyMode, Session, SessionConfig};
 use proptest::prelude::*;
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-const FIXTURES: [&str; 15] = [
-    "tls_openssl_sni_alpn.bin",
-    "tls_openssl_no_sni.bin",
-    "tls_curl.bin",
-    "tls_python.bin",
-    "tls_openssl_split_records.bin",
-    "proxy_v1_tcp4.bin",
-    "proxy_v1_tcp6.bin",
-    "proxy_v2_tcp4.bin",
-    "proxy_v2_tcp6.bin",
-    "proxy_v2_tlvs.bin",
-    "proxy_v2_tlvs_no_authority.bin",
-    "proxy_v2_tlvs_ssl.bin",
-    "http_curl_get.bin",
-    "http_curl_upgrade.bin",
-    "ssh_openssh.bin",
-];
 
 /// At most this many bytes looked at per byte received. The HTTP sniffer
 /// is the most thorough: each byte scanned once, each line parsed once,
@@ -86,7 +67,7 @@ fn check_all(data: &[u8], ends: &[usize], budget: usize) {
 
 #[test]
 fn resumed_sniffers_answer_as_the_pure_functions_on_every_prefix() {
-    for name in FIXTURES {
+    for name in ALL {
         let data = fixture(name);
         let every: Vec<usize> = (0..=data.len()).collect();
         check_all(&data, &every, 16 * 1024);
@@ -123,7 +104,7 @@ proptest! {
         pieces in prop::collection::vec(1usize..40, 1..200),
         budget in prop_oneof![Just(16 * 1024), 0usize..300],
     ) {
-        let mut data = fixture(FIXTURES[which]);
+        let mut data = fixture(ALL[which]);
         for (at, byte) in edits {
             let at = at % data.len();
             data[at] = byte;
