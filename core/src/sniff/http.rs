@@ -178,15 +178,9 @@ static NEVER_IN_HEAD: [bool; 256] = {
     table
 };
 
-/// Where the head in `window` ends (after its empty line), if it does: a
-/// `\n` followed by `\n` or `\r\n`.
-fn head_end(window: &[u8]) -> Option<usize> {
-    memchr::memchr_iter(b'\n', window).find_map(|at| match window.get(at + 1..) {
-        Some([b'\n', ..]) => Some(at + 2),
-        Some([b'\r', b'\n', ..]) => Some(at + 3),
-        _ => None,
-    })
-}
+/// New bytes from which a [`Sniffer`] looks for the end of the head before
+/// it judges lines: a whole head, or a large piece of one.
+const SEARCH_AT_LEAST: usize = 32;
 
 /// The HTTP sniffer for one connection, resumable: each call looks only at
 /// the bytes that arrived since the last one, so a head trickled a byte at
@@ -212,6 +206,9 @@ fn head_end(window: &[u8]) -> Option<usize> {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Sniffer {
+    /// Bytes of the window searched for the head's end (a `\n` followed by
+    /// `\n` or `\r\n`).
+    searched: usize,
     /// Bytes of the window scanned for line ends and bytes no head holds.
     scanned: usize,
     /// Where the line being scanned starts.
@@ -235,6 +232,7 @@ impl Sniffer {
     #[must_use]
     pub fn new() -> Self {
         Self {
+            searched: 0,
             scanned: 0,
             line: 0,
             lines: 0,
@@ -284,17 +282,17 @@ impl Sniffer {
         }
         let max_headers = max_headers.min(MAX_HEADERS);
         let window = &data[..data.len().min(max_len)];
-        if self.scanned == 0 {
-            // All of the head at once: httparse's one pass over it gives
-            // the answer the lines would give one by one.
-            match head_end(window) {
-                Some(end) => {
-                    self.examined += end as u64;
-                    return self.parse_head(&window[..end], max_headers);
-                }
-                None => self.examined += window.len() as u64,
+        // Many new bytes: the rest of the head may be among them, and then
+        // httparse's one pass over it gives the answer its lines would give
+        // one by one. (A few new bytes are judged as lines: searching them
+        // too would look at each byte of a trickled head once more.)
+        if window.len() - self.scanned >= SEARCH_AT_LEAST {
+            if let Some(end) = self.head_end(window) {
+                return self.parse_head(&window[..end], max_headers);
             }
         }
+        // Not yet: judge each line as it completes, so that a stream that
+        // is not HTTP is refused early.
         while self.scanned < window.len() {
             let at = self.scanned;
             let b = window[at];
@@ -323,6 +321,30 @@ impl Sniffer {
         } else {
             over_budget(max_len, max_len as u64 + 1)
         }
+    }
+
+    /// Where the head ends in `window`, searching only what was not searched
+    /// before: a `\n` followed by `\n` or `\r\n`.
+    fn head_end(&mut self, window: &[u8]) -> Option<usize> {
+        // Lines judged complete are not empty: the end is not in them but
+        // for the `\n` of the last one.
+        let from = self.searched.max(self.line.saturating_sub(1));
+        let mut end = None;
+        let mut stop = window.len();
+        for at in memchr::memchr_iter(b'\n', &window[from..]).map(|i| from + i) {
+            match &window[at + 1..] {
+                [b'\n', ..] => end = Some(at + 2),
+                [b'\r', b'\n', ..] => end = Some(at + 3),
+                // Undecided until the next bytes come: look here again.
+                [] | [b'\r'] => stop = at,
+                _ => continue,
+            }
+            break;
+        }
+        let looked = end.unwrap_or(stop);
+        self.examined += looked.saturating_sub(from) as u64;
+        self.searched = looked.max(from);
+        end
     }
 
     /// Judges one whole line (`\n` included): `Some` with the final answer
