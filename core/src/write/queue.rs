@@ -1,5 +1,6 @@
 //! [`WriteQueue`]: the bounded outbound queue of owned `Bytes`.
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use bytes::{Buf, Bytes, BytesMut};
@@ -245,7 +246,10 @@ impl Plan {
 #[derive(Debug)]
 pub struct WriteQueue {
     bulk: LaneQueue,
-    urgent: LaneQueue,
+    /// Made on the first urgent push (pings and closes are rare: a queue
+    /// that never has one keeps 8 bytes for the lane, not 128), and kept
+    /// from then on for its counters, which name its tickets.
+    urgent: Option<Box<LaneQueue>>,
     plan: Plan,
     closed: bool,
     config: WriteQueueConfig,
@@ -269,7 +273,7 @@ impl WriteQueue {
     pub fn with_config(config: WriteQueueConfig) -> Self {
         Self {
             bulk: LaneQueue::default(),
-            urgent: LaneQueue::default(),
+            urgent: None,
             plan: Plan::EMPTY,
             closed: false,
             config,
@@ -285,7 +289,7 @@ impl WriteQueue {
     /// Bytes pending in both lanes.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.bulk.pending + self.urgent.pending
+        self.bulk.pending + self.urgent.as_ref().map_or(0, |q| q.pending)
     }
 
     /// Whether nothing is pending.
@@ -297,19 +301,19 @@ impl WriteQueue {
     /// Pushes pending in both lanes.
     #[must_use]
     pub fn items(&self) -> usize {
-        self.bulk.ends.len() + self.urgent.ends.len()
+        self.bulk.ends.len() + self.urgent.as_ref().map_or(0, |q| q.ends.len())
     }
 
     /// Bytes pending in one lane.
     #[must_use]
     pub fn pending_bytes(&self, lane: Lane) -> usize {
-        self.lane(lane).pending
+        self.lane(lane).map_or(0, |q| q.pending)
     }
 
     /// Pushes pending in one lane.
     #[must_use]
     pub fn pending_items(&self, lane: Lane) -> usize {
-        self.lane(lane).ends.len()
+        self.lane(lane).map_or(0, |q| q.ends.len())
     }
 
     /// Whether nothing is pending: everything pushed was handed to the
@@ -334,14 +338,14 @@ impl WriteQueue {
     /// Whether the push named by `ticket` has been handed to the writer.
     #[must_use]
     pub fn is_written(&self, ticket: Ticket) -> bool {
-        self.lane(ticket.lane).written >= ticket.end
+        self.watermark(ticket.lane) >= ticket.end
     }
 
     /// The lane's watermark: every ticket of the lane at or below it is
     /// complete.
     #[must_use]
     pub fn watermark(&self, lane: Lane) -> u64 {
-        self.lane(lane).written
+        self.lane(lane).map_or(0, |q| q.written)
     }
 
     /// Queues `bytes` in the bulk lane.
@@ -401,7 +405,7 @@ impl WriteQueue {
     /// complete.
     pub fn abort(&mut self) -> usize {
         let dropped = self.items();
-        for lane in [&mut self.bulk, &mut self.urgent] {
+        for lane in self.lanes_mut() {
             lane.entries.clear();
             lane.ends.clear();
             lane.staging.clear();
@@ -427,7 +431,7 @@ impl WriteQueue {
             return false;
         }
         let mut released = false;
-        for lane in [&mut self.bulk, &mut self.urgent] {
+        for lane in self.lanes_mut() {
             released |= lane.staging.capacity() > 0
                 || lane.entries.capacity() > 0
                 || lane.ends.capacity() > 0;
@@ -528,22 +532,37 @@ impl WriteQueue {
         Ok(Progress {
             completed,
             bulk: self.bulk.written,
-            urgent: self.urgent.written,
+            urgent: self.watermark(Lane::Urgent),
         })
     }
 
-    fn lane(&self, lane: Lane) -> &LaneQueue {
+    /// A lane, if it exists (the urgent one is made on its first push).
+    #[inline]
+    fn lane(&self, lane: Lane) -> Option<&LaneQueue> {
         match lane {
-            Lane::Bulk => &self.bulk,
-            Lane::Urgent => &self.urgent,
+            Lane::Bulk => Some(&self.bulk),
+            Lane::Urgent => self.urgent.as_deref(),
         }
     }
 
+    /// A lane, made if it does not exist yet.
+    #[inline]
     fn lane_mut(&mut self, lane: Lane) -> &mut LaneQueue {
         match lane {
             Lane::Bulk => &mut self.bulk,
-            Lane::Urgent => &mut self.urgent,
+            Lane::Urgent => self.urgent.get_or_insert_with(Box::default),
         }
+    }
+
+    /// The lanes that exist.
+    fn lanes_mut(&mut self) -> impl Iterator<Item = &mut LaneQueue> {
+        core::iter::once(&mut self.bulk).chain(self.urgent.as_deref_mut())
+    }
+
+    /// A lane's entries (none for a lane not made yet).
+    fn entries(&self, lane: Lane) -> &VecDeque<Bytes> {
+        static NONE: VecDeque<Bytes> = VecDeque::new();
+        self.lane(lane).map_or(&NONE, |q| &q.entries)
     }
 
     /// The limits of a lane: (items, bytes).
@@ -559,18 +578,20 @@ impl WriteQueue {
             return Err(Error::Closed);
         }
         let (max_items, max_bytes) = self.limits(lane);
-        let q = self.lane(lane);
+        let (pushed, items, pending) = self
+            .lane(lane)
+            .map_or((0, 0, 0), |q| (q.pushed, q.ends.len(), q.pending));
         let full = |limit, max: usize, attempted: usize| Error::LimitExceeded {
             limit,
             max: max as u64,
             attempted: attempted as u64,
-            offset: q.pushed,
+            offset: pushed,
         };
-        if q.ends.len() >= max_items {
-            return Err(full(Limit::QueueItems, max_items, q.ends.len() + 1));
+        if items >= max_items {
+            return Err(full(Limit::QueueItems, max_items, items + 1));
         }
-        let bytes = q.pending.saturating_add(len);
-        if q.pending > 0 && bytes > max_bytes {
+        let bytes = pending.saturating_add(len);
+        if pending > 0 && bytes > max_bytes {
             return Err(full(Limit::QueueBytes, max_bytes, bytes));
         }
         Ok(())
@@ -668,7 +689,9 @@ impl WriteQueue {
     /// inside a coalesced run.
     fn make_plan(&mut self, room: usize) {
         self.bulk.seal();
-        self.urgent.seal();
+        if let Some(urgent) = &mut self.urgent {
+            urgent.seal();
+        }
         let piece = self.config.piece_size;
         let mut slices = room.min(self.config.max_slices);
         let mut bytes = self.config.max_drain_bytes;
@@ -688,10 +711,9 @@ impl WriteQueue {
             ]
         };
         for (lane, limit) in runs {
-            let q = self.lane(lane);
             let cursor = &mut cursors[lane as usize];
             let run = walk(
-                &q.entries,
+                self.entries(lane),
                 cursor,
                 limit.min(bytes),
                 piece,
@@ -714,9 +736,8 @@ impl WriteQueue {
         let mut cursors = [(0, 0); 2];
         let mut slices = usize::MAX;
         for &(lane, run) in &self.plan.runs[..self.plan.len] {
-            let q = self.lane(lane);
             walk(
-                &q.entries,
+                self.entries(lane),
                 &mut cursors[lane as usize],
                 run,
                 piece,
