@@ -1,0 +1,245 @@
+//! What a request head says (`RequestHead`), and the checks of its Host a
+//! router relies on.
+
+use alloc::string::String;
+
+use bytes::Bytes;
+
+/// What a request head says: one copy of the head, and where each part
+/// is in it (one allocation, however many headers).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestHead {
+    head: Bytes,
+    method: Span,
+    path: Span,
+    version: u8,
+    host: Option<Span>,
+    upgrade: Option<Span>,
+    connection: Option<Span>,
+}
+
+/// Where a part is in the head.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    at: usize,
+    len: usize,
+}
+
+impl RequestHead {
+    fn text(&self, span: Span) -> &str {
+        // Every span was checked to be UTF-8 when it was made.
+        core::str::from_utf8(&self.head[span.at..span.at + span.len]).unwrap_or_default()
+    }
+
+    /// The method, as sent.
+    pub fn method(&self) -> &str {
+        self.text(self.method)
+    }
+
+    /// The request target, as sent.
+    pub fn path(&self) -> &str {
+        self.text(self.path)
+    }
+
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub fn version(&self) -> u8 {
+        self.version
+    }
+
+    /// The host the request is for, port included if sent: the Host
+    /// header, trimmed, or, when there is none, the authority of an
+    /// absolute-form request target (`GET http://example.com/ HTTP/1.0`).
+    ///
+    /// The sniffer refuses a head whose Host is repeated, is not a
+    /// `host[:port]`, or is not the authority its target names
+    /// ([`Field::HttpHost`](crate::Field::HttpHost)), so this is the host a server will take this
+    /// request to be for.
+    ///
+    /// It is this one request's: the sniffer reads the first head of a
+    /// connection, and a router decides once per connection. A keep-alive
+    /// client can send its next request on the same connection for another
+    /// host, which no sniffer sees; a router that must not pass such a
+    /// request to this request's backend needs per-request routing (HTTP
+    /// body framing), or a backend that checks each Host itself.
+    pub fn host(&self) -> Option<&str> {
+        self.host.map(|s| self.text(s))
+    }
+
+    /// The Upgrade header, trimmed.
+    pub fn upgrade(&self) -> Option<&str> {
+        self.upgrade.map(|s| self.text(s))
+    }
+
+    /// The Connection header, trimmed.
+    pub fn connection(&self) -> Option<&str> {
+        self.connection.map(|s| self.text(s))
+    }
+
+    /// The whole head as it was sent.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.head
+    }
+
+    /// Whether the request asks to switch protocols: `Connection` lists
+    /// `upgrade` and an `Upgrade` header names the protocol.
+    pub fn is_upgrade(&self) -> bool {
+        let listed = self.connection().is_some_and(|c| {
+            c.split(',')
+                .any(|token| token.trim().eq_ignore_ascii_case("upgrade"))
+        });
+        listed && self.upgrade.is_some()
+    }
+
+    /// The host without its port, lowercased: what routing compares. An
+    /// IPv6 literal comes without its brackets (`[::1]:8080` gives `::1`).
+    /// A trailing dot is kept here; [`HostPattern`](crate::route::HostPattern)
+    /// ignores it when it compares. Nothing is rewritten on the wire: the
+    /// backend sees the Host as the client sent it.
+    pub fn host_name(&self) -> Option<String> {
+        let host = self.host()?;
+        let name = match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(v6),
+            None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+        };
+        Some(name.to_ascii_lowercase())
+    }
+}
+
+/// The head's facts, or where its Host goes wrong.
+pub(super) fn head_of(
+    request: &httparse::Request<'_, '_>,
+    head: &[u8],
+) -> Result<RequestHead, usize> {
+    // Where a slice httparse handed out sits in the head.
+    let span = |part: &[u8]| Span {
+        at: part.as_ptr() as usize - head.as_ptr() as usize,
+        len: part.len(),
+    };
+    let text = |value: &[u8]| core::str::from_utf8(value).ok().map(|_| span(value));
+
+    // One pass over the headers; the names' lengths sort them first.
+    let (mut host, mut upgrade, mut connection) = (None, None, None);
+    for h in request.headers.iter() {
+        let name = h.name.as_bytes();
+        let value = h.value.trim_ascii();
+        match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => {
+                if host.is_some() {
+                    return Err(span(value).at); // servers disagree on which counts
+                }
+                host = Some(value);
+            }
+            7 if upgrade.is_none() && name.eq_ignore_ascii_case(b"upgrade") => {
+                upgrade = text(value)
+            }
+            10 if connection.is_none() && name.eq_ignore_ascii_case(b"connection") => {
+                connection = text(value);
+            }
+            _ => {}
+        }
+    }
+    let path = request.path.unwrap_or_default();
+    let method = request.method.unwrap_or_default();
+
+    // The Host: a host[:port], and the target's authority when the target
+    // names one.
+    if let Some(value) = host {
+        if !is_host(value) {
+            return Err(span(value).at);
+        }
+    }
+    let authority = if method == "CONNECT" {
+        Some(path.as_bytes())
+    } else {
+        absolute_authority(path.as_bytes())
+    };
+    let host = match (host, authority) {
+        (_, Some(authority)) if !is_host(authority) => return Err(span(authority).at),
+        (Some(host), Some(authority)) if !host.eq_ignore_ascii_case(authority) => {
+            return Err(span(host).at)
+        }
+        (Some(host), _) => Some(host),
+        (None, authority) => authority,
+    };
+
+    Ok(RequestHead {
+        head: Bytes::copy_from_slice(head),
+        method: span(method.as_bytes()),
+        path: span(path.as_bytes()),
+        version: request.version.unwrap_or_default(),
+        host: host.map(span),
+        upgrade,
+        connection,
+    })
+}
+
+/// The authority of an absolute-form target (`scheme://authority/...`);
+/// `None` for the origin form (`/path`) and `*`.
+fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
+    if matches!(target.first(), None | Some(b'/' | b'*')) {
+        return None;
+    }
+    let at = target.windows(3).position(|w| w == b"://")?;
+    let scheme = &target[..at];
+    if scheme.is_empty()
+        || !scheme
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b))
+    {
+        return None;
+    }
+    let rest = &target[at + 3..];
+    let end = rest
+        .iter()
+        .position(|b| b"/?#".contains(b))
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// The bytes a host name (or IPv4 address) may hold: visible ASCII but
+/// `@ / ? # [ ] : \`.
+static NAME_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b: u8 = 0x21;
+    while b < 0x7f {
+        table[b as usize] = !matches!(b, b'@' | b'/' | b'?' | b'#' | b'[' | b']' | b':' | b'\\');
+        b += 1;
+    }
+    table
+};
+
+/// Whether `value` is a `host[:port]` (RFC 9110, section 7.2): an IPv6
+/// literal in brackets or a name or IPv4 address without `:`, `@`, `/`,
+/// brackets or spaces, then an optional `:` and digits. Empty is allowed
+/// (a target without an authority).
+fn is_host(value: &[u8]) -> bool {
+    if value.first() == Some(&b'[') {
+        return is_ip_literal_host(value);
+    }
+    for (i, &b) in value.iter().enumerate() {
+        if b == b':' {
+            return is_port(&value[i..]);
+        }
+        if !NAME_BYTE[usize::from(b)] {
+            return false;
+        }
+    }
+    true
+}
+
+/// `[v6]` or `[v6]:port`.
+#[cold]
+fn is_ip_literal_host(value: &[u8]) -> bool {
+    let Some(end) = value.iter().position(|&b| b == b']') else {
+        return false;
+    };
+    value[1..end]
+        .iter()
+        .all(|b| b.is_ascii_hexdigit() || b":.".contains(b))
+        && (end + 1 == value.len() || is_port(&value[end + 1..]))
+}
+
+/// `:` and digits (maybe none).
+fn is_port(value: &[u8]) -> bool {
+    value.first() == Some(&b':') && value[1..].iter().all(u8::is_ascii_digit)
+}
