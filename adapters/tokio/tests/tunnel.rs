@@ -94,16 +94,20 @@ async fn a_backend_reset_reaches_the_client_as_a_reset_after_its_bytes() {
         let kind = end.expect_err("a clean end of stream after a reset").kind();
         assert_eq!(kind, io::ErrorKind::ConnectionReset);
 
-        let proxied = proxy.await.unwrap();
-        let kind = proxied.result.unwrap_err().kind();
-        assert_eq!(kind, io::ErrorKind::ConnectionReset);
-        assert_eq!(
-            proxied.lingers,
-            (Some(Duration::ZERO), Some(Duration::ZERO))
-        );
+        assert_failed_with_both_reset(proxy.await.unwrap(), io::ErrorKind::ConnectionReset);
     })
     .await
     .expect("stuck");
+}
+
+/// The tunnel failed with `kind`, and left both of its sockets to reset
+/// on close.
+fn assert_failed_with_both_reset(proxied: Proxied, kind: io::ErrorKind) {
+    assert_eq!(proxied.result.unwrap_err().kind(), kind);
+    assert_eq!(
+        proxied.lingers,
+        (Some(Duration::ZERO), Some(Duration::ZERO))
+    );
 }
 
 #[tokio::test]
@@ -131,13 +135,7 @@ async fn a_client_reset_mid_upload_reaches_the_backend_as_a_reset() {
         );
 
         uploader.await.unwrap();
-        let proxied = proxy.await.unwrap();
-        let kind = proxied.result.unwrap_err().kind();
-        assert_eq!(kind, io::ErrorKind::ConnectionReset);
-        assert_eq!(
-            proxied.lingers,
-            (Some(Duration::ZERO), Some(Duration::ZERO))
-        );
+        assert_failed_with_both_reset(proxy.await.unwrap(), io::ErrorKind::ConnectionReset);
     })
     .await
     .expect("stuck");
