@@ -251,7 +251,7 @@ pub(crate) fn complete(
     let total = (head as u64).saturating_add(body);
     let Some(total) = usize::try_from(total)
         .ok()
-        .filter(|&total| total <= buf.config().max_buffered_len())
+        .filter(|&total| total <= buf.config().get_max_buffered())
     else {
         return latch.failed(buf.over_limit(total));
     };

@@ -10,7 +10,12 @@
 //! | [`Error::InvalidInput`]    | the peer   | close, log the offset             |
 //! | [`Error::LimitExceeded`]   | a limit    | close, or raise the limit         |
 //! | [`Error::Truncated`]       | the peer   | use or log the partial bytes      |
+//! | [`Error::TimedOut`]        | a limit    | close (the connection already is) |
 //! | [`Error::Misuse`]          | the caller | fix the calling code              |
+//!
+//! A full or closed write queue is not among them: it is backpressure, not
+//! anyone's fault, and a refused push comes back as a [`Rejected`] with a
+//! [`Refusal`].
 
 use bytes::Bytes;
 use core::fmt;
@@ -56,10 +61,66 @@ pub enum Error {
         /// Stream offset of `partial[0]`.
         offset: u64,
     },
+    /// A connection's timeout ran out (see
+    /// [`Timeouts`](crate::conn::Timeouts)): the peer was silent, or too
+    /// slow to finish what it started.
+    TimedOut(Timeout),
     /// The caller used the API in a way it does not allow.
     Misuse(Misuse),
-    /// The queue or stream was closed by its owner and takes nothing more.
+}
+
+/// Which of a connection's timeouts ran out, for [`Error::TimedOut`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Timeout {
+    /// No byte went either way for
+    /// [`Timeouts::idle`](crate::conn::Timeouts::idle).
+    Idle,
+    /// The protocol did not get past its opening (a PROXY header, routing,
+    /// the first frame) within
+    /// [`Timeouts::opening`](crate::conn::Timeouts::opening).
+    Opening,
+    /// A frame or head the peer started did not complete within
+    /// [`Timeouts::frame`](crate::conn::Timeouts::frame).
+    Frame,
+    /// No byte went either way through a raw tunnel for
+    /// [`Timeouts::tunnel_idle`](crate::conn::Timeouts::tunnel_idle).
+    TunnelIdle,
+}
+
+/// Why a [`WriteQueue`](crate::WriteQueue) refused a push. The value comes
+/// back with it in a [`Rejected`]; nothing changed.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// The lane is at its item or byte limit: write (or wait) and push
+    /// again.
+    Full(crate::write::Lane),
+    /// The queue was closed (or aborted after a failed write): it takes
+    /// nothing more.
     Closed,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Full(lane) => write!(f, "the write queue's {lane:?} lane is full"),
+            Self::Closed => f.write_str("the write queue is closed"),
+        }
+    }
+}
+
+impl core::error::Error for Refusal {}
+
+impl fmt::Display for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Idle => "idle timeout",
+            Self::Opening => "opening timeout",
+            Self::Frame => "frame timeout",
+            Self::TunnelIdle => "tunnel idle timeout",
+        })
+    }
 }
 
 /// Who is responsible for an [`Error`].
@@ -89,61 +150,86 @@ pub enum InvalidInput {
         /// The configured adjustment.
         adjustment: i64,
     },
-    /// A varint has more than the 10 bytes a `u64` can take.
-    VarintTooLong,
-    /// A varint's value does not fit in a `u64`.
-    VarintOverflow,
-    /// A varint ends in a zero byte after the first: the same value has a
-    /// shorter encoding.
-    VarintNotMinimal,
-    /// A field of a sniffed protocol does not add up (a length that runs
-    /// past its container, a value the protocol does not allow).
-    Malformed(Field),
+    /// A varint length prefix is malformed.
+    Varint(VarintField),
+    /// A TLS ClientHello's field does not add up (a length that runs past
+    /// its container, a value the protocol does not allow).
+    Tls(TlsField),
+    /// An HTTP/1.x field is malformed.
+    Http(HttpField),
+    /// A PROXY protocol header is malformed (or missing where required).
+    Proxy(ProxyField),
 }
 
-/// Which field of a sniffed protocol was malformed, for
-/// [`InvalidInput::Malformed`].
+/// What was wrong with a varint, for [`InvalidInput::Varint`].
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Field {
-    /// A TLS record header (its length, or a record that is not a handshake
+pub enum VarintField {
+    /// More than the 10 bytes a `u64` can take.
+    TooLong,
+    /// The value does not fit in a `u64`.
+    Overflow,
+    /// It ends in a zero byte after the first: the same value has a
+    /// shorter encoding.
+    NotMinimal,
+}
+
+/// Which field of a TLS ClientHello was malformed, for
+/// [`InvalidInput::Tls`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TlsField {
+    /// A record header (its length, or a record that is not a handshake
     /// record while the ClientHello is not complete).
-    TlsRecord,
-    /// The TLS handshake message: not a ClientHello, or its length.
-    TlsHandshake,
+    Record,
+    /// The handshake message: not a ClientHello, or its length.
+    Handshake,
     /// The fixed part of a ClientHello (session id, cipher suites,
     /// compression methods).
-    TlsClientHello,
-    /// A ClientHello extension's length, or an extension listed twice.
-    TlsExtension,
+    ClientHello,
+    /// An extension's length, or an extension listed twice.
+    Extension,
     /// The server_name extension, or a host name in it that is not a DNS
     /// name.
-    TlsServerName,
+    ServerName,
     /// The ALPN extension.
-    TlsAlpn,
+    Alpn,
     /// The supported_versions extension.
-    TlsSupportedVersions,
-    /// An HTTP/1.x request head that `httparse` refuses, where a head was
-    /// expected (in framed mode).
-    HttpHead,
-    /// An HTTP request's Host: sent twice, not a `host[:port]`, or not the
+    SupportedVersions,
+}
+
+/// Which part of an HTTP/1.x message was malformed, for
+/// [`InvalidInput::Http`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HttpField {
+    /// A request head that `httparse` refuses, where a head was expected.
+    Head,
+    /// A request's Host: sent twice, not a `host[:port]`, or not the
     /// authority of an absolute-form (or CONNECT) request target; a server
     /// answers 400 (RFC 9112, section 3.2), and routing on it could send
     /// the request where its target says otherwise.
-    HttpHost,
-    /// A PROXY protocol v1 line.
-    ProxyV1,
-    /// A PROXY protocol v2 header: version, command, family or length.
-    ProxyV2Header,
-    /// A PROXY protocol v2 address block shorter than its family needs.
-    ProxyV2Address,
-    /// A PROXY protocol v2 TLV that runs past the header, or a known TLV
-    /// with a value of the wrong size.
-    ProxyV2Tlv,
-    /// A PROXY protocol v2 CRC32C TLV that does not match the header.
-    ProxyV2Checksum,
-    /// A PROXY header was required and something else came.
-    ProxyMissing,
+    Host,
+}
+
+/// Which part of a PROXY protocol header was malformed, for
+/// [`InvalidInput::Proxy`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProxyField {
+    /// A v1 line.
+    V1,
+    /// A v2 header: version, command, family or length.
+    V2Header,
+    /// A v2 address block shorter than its family needs.
+    V2Address,
+    /// A v2 TLV that runs past the header, or a known TLV with a value of
+    /// the wrong size.
+    V2Tlv,
+    /// A v2 CRC32C TLV that does not match the header.
+    V2Checksum,
+    /// A header was required and something else came.
+    Missing,
 }
 
 /// Which limit was hit, for [`Error::LimitExceeded`].
@@ -157,10 +243,6 @@ pub enum Limit {
     LineLength,
     /// A length-delimited frame's maximum payload length.
     FrameLength,
-    /// A write queue's maximum number of pending writes.
-    QueueItems,
-    /// A write queue's maximum number of pending bytes.
-    QueueBytes,
     /// A sniffer's byte budget (a ClientHello, a request head or a PROXY
     /// header longer than it will read).
     SniffBudget,
@@ -242,8 +324,8 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Self::InvalidInput { .. } | Self::Truncated { .. } => Fault::Peer,
-            Self::LimitExceeded { .. } => Fault::Limit,
-            Self::Misuse(_) | Self::Closed => Fault::Caller,
+            Self::LimitExceeded { .. } | Self::TimedOut(_) => Fault::Limit,
+            Self::Misuse(_) => Fault::Caller,
         }
     }
 
@@ -253,7 +335,7 @@ impl Error {
             Self::InvalidInput { offset, .. }
             | Self::LimitExceeded { offset, .. }
             | Self::Truncated { offset, .. } => Some(*offset),
-            Self::Misuse(_) | Self::Closed => None,
+            Self::Misuse(_) | Self::TimedOut(_) => None,
         }
     }
 
@@ -330,8 +412,8 @@ impl fmt::Display for Error {
                 "stream ended inside a frame at offset {offset}: {} bytes of an incomplete frame",
                 partial.len()
             ),
+            Self::TimedOut(timeout) => write!(f, "connection closed: {timeout}"),
             Self::Misuse(misuse) => write!(f, "API misuse: {misuse}"),
-            Self::Closed => f.write_str("closed"),
         }
     }
 }
@@ -347,32 +429,50 @@ impl fmt::Display for InvalidInput {
                 f,
                 "length field {declared} with adjustment {adjustment} is out of range"
             ),
-            Self::VarintTooLong => f.write_str("varint longer than 10 bytes"),
-            Self::VarintOverflow => f.write_str("varint value does not fit in 64 bits"),
-            Self::VarintNotMinimal => f.write_str("varint is not minimally encoded"),
-            Self::Malformed(field) => write!(f, "malformed {field}"),
+            Self::Varint(VarintField::TooLong) => f.write_str("varint longer than 10 bytes"),
+            Self::Varint(VarintField::Overflow) => {
+                f.write_str("varint value does not fit in 64 bits")
+            }
+            Self::Varint(VarintField::NotMinimal) => f.write_str("varint is not minimally encoded"),
+            Self::Tls(field) => write!(f, "malformed {field}"),
+            Self::Http(field) => write!(f, "malformed {field}"),
+            Self::Proxy(field) => write!(f, "malformed {field}"),
         }
     }
 }
 
-impl fmt::Display for Field {
+impl fmt::Display for TlsField {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Self::TlsRecord => "TLS record",
-            Self::TlsHandshake => "TLS handshake message",
-            Self::TlsClientHello => "TLS ClientHello",
-            Self::TlsExtension => "TLS extension",
-            Self::TlsServerName => "TLS server_name extension",
-            Self::TlsAlpn => "TLS ALPN extension",
-            Self::TlsSupportedVersions => "TLS supported_versions extension",
-            Self::HttpHead => "HTTP request head",
-            Self::HttpHost => "HTTP Host (repeated, malformed, or not the target's authority)",
-            Self::ProxyV1 => "PROXY v1 line",
-            Self::ProxyV2Header => "PROXY v2 header",
-            Self::ProxyV2Address => "PROXY v2 addresses",
-            Self::ProxyV2Tlv => "PROXY v2 TLV",
-            Self::ProxyV2Checksum => "PROXY v2 CRC32C",
-            Self::ProxyMissing => "connection start: a PROXY header was required",
+            Self::Record => "TLS record",
+            Self::Handshake => "TLS handshake message",
+            Self::ClientHello => "TLS ClientHello",
+            Self::Extension => "TLS extension",
+            Self::ServerName => "TLS server_name extension",
+            Self::Alpn => "TLS ALPN extension",
+            Self::SupportedVersions => "TLS supported_versions extension",
+        })
+    }
+}
+
+impl fmt::Display for HttpField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Head => "HTTP request head",
+            Self::Host => "HTTP Host (repeated, malformed, or not the target's authority)",
+        })
+    }
+}
+
+impl fmt::Display for ProxyField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::V1 => "PROXY v1 line",
+            Self::V2Header => "PROXY v2 header",
+            Self::V2Address => "PROXY v2 addresses",
+            Self::V2Tlv => "PROXY v2 TLV",
+            Self::V2Checksum => "PROXY v2 CRC32C",
+            Self::Missing => "connection start: a PROXY header was required",
         })
     }
 }
@@ -383,8 +483,6 @@ impl fmt::Display for Limit {
             Self::Buffer => "receive buffer",
             Self::LineLength => "line length",
             Self::FrameLength => "frame length",
-            Self::QueueItems => "write queue items",
-            Self::QueueBytes => "write queue bytes",
             Self::SniffBudget => "sniffing budget",
         })
     }
@@ -441,45 +539,87 @@ impl core::error::Error for Error {}
 
 /// A value handed back to the caller together with the reason it was refused.
 ///
-/// Whatever the core refuses to take (a tail too long for a buffer, later a
-/// write that does not fit a queue) comes back in one of these, so nothing is
-/// lost.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rejected<T> {
-    error: Error,
+/// Whatever cleave refuses to take comes back in one of these, so nothing is
+/// lost: a tail too long for a buffer (`E` = [`Error`]), a push into a full or
+/// closed queue (`E` = [`Refusal`]), a write an adapter could not queue (`E` =
+/// the adapter's write error).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Rejected<T, E = Error> {
+    error: E,
     value: T,
 }
 
-impl<T> Rejected<T> {
-    pub(crate) fn new(error: Error, value: T) -> Self {
+impl<T, E> Rejected<T, E> {
+    /// `value`, refused because of `error`.
+    #[must_use]
+    pub fn new(error: E, value: T) -> Self {
         Self { error, value }
     }
 
     /// Why the value was refused.
-    pub fn error(&self) -> &Error {
+    #[must_use]
+    pub fn error(&self) -> &E {
         &self.error
     }
 
     /// The refused value, given back.
+    #[must_use]
     pub fn into_value(self) -> T {
         self.value
     }
 
     /// The reason and the value.
-    pub fn into_parts(self) -> (Error, T) {
+    #[must_use]
+    pub fn into_parts(self) -> (E, T) {
         (self.error, self.value)
+    }
+
+    /// The same value with the reason turned into another type (an
+    /// adapter's own error, say).
+    #[must_use]
+    pub fn map_err<F>(self, f: impl FnOnce(E) -> F) -> Rejected<T, F> {
+        Rejected {
+            error: f(self.error),
+            value: self.value,
+        }
     }
 }
 
-impl<T> fmt::Display for Rejected<T> {
+/// Shows the reason, not the value (which may be megabytes of payload).
+impl<T, E: fmt::Debug> fmt::Debug for Rejected<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T, E: fmt::Display> fmt::Display for Rejected<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "rejected: {}", self.error)
     }
 }
 
-impl<T: fmt::Debug> core::error::Error for Rejected<T> {
+impl<T, E: core::error::Error + 'static> core::error::Error for Rejected<T, E> {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         Some(&self.error)
+    }
+}
+
+#[cfg(feature = "std")]
+impl From<Error> for std::io::Error {
+    /// An `io::Error` of a kind that fits: `InvalidData` for the peer's
+    /// bytes and limits, `UnexpectedEof` for a truncated frame, `TimedOut`
+    /// for a timeout, `InvalidInput` for misuse.
+    fn from(e: Error) -> Self {
+        use std::io::ErrorKind;
+        let kind = match e {
+            Error::InvalidInput { .. } | Error::LimitExceeded { .. } => ErrorKind::InvalidData,
+            Error::Truncated { .. } => ErrorKind::UnexpectedEof,
+            Error::TimedOut(_) => ErrorKind::TimedOut,
+            Error::Misuse(_) => ErrorKind::InvalidInput,
+        };
+        Self::new(kind, e)
     }
 }
 
@@ -506,7 +646,7 @@ mod tests {
     #[test]
     fn faults_are_assigned() {
         let peer = Error::InvalidInput {
-            kind: InvalidInput::VarintOverflow,
+            kind: InvalidInput::Varint(VarintField::Overflow),
             offset: 3,
         };
         assert_eq!(peer.fault(), Fault::Peer);

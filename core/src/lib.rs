@@ -6,29 +6,37 @@
 //! that feeds it one byte at a time.
 //!
 //! ```text
-//!   bytes from anywhere (socket read, io_uring completion, test vector)
-//!        │
+//!   adapter (cleave-tokio, cleave-mio, cleave-std, your loop, a test)
+//!   ───────
+//!   read into conn.spare_mut() ─> handle_read(n, now) / handle_eof(now)
+//!   timer fired ───────────────> handle_timeout(now)
+//!                                      │
+//!   Conn<P: Protocol> ── RecvBuf (owned BytesMut; limits; peek without consuming)
+//!        │               WriteQueue (bounded, tickets, urgent lane)
+//!        │               lifecycle of both sides; Timeouts (idle, opening,
+//!        │               frame, tunnel idle), from the `now` it is given
 //!        v
-//!   RecvBuf ── feed(&[u8]) or spare_mut() + commit(n)
-//!        │       owned BytesMut; limits; peek without consuming
+//!   Protocol ── Framed<D: Decoder>   Lines | LengthPrefixed | Varint | Heads
+//!        │      Session               [PROXY header] -> Router (sniffers: TLS SNI/ALPN,
+//!        │                            HTTP Host, prefix) -> frames -> raw tunnel
+//!        │      Raw                   the bytes as they come
+//!        │      (may queue its own replies on the urgent lane: Wire::reply)
 //!        v
-//!   Session ── [PROXY header] -> Router (sniffers: TLS SNI/ALPN, HTTP Host,
-//!        │       prefix; budget, deadline) -> frames -> raw tunnel
-//!        v
-//!   Decoder ── Lines | LengthPrefixed | Varint | http::Heads
-//!        │       Ok(Some(frame)) | Ok(None) = need more | Err(final)
-//!        v
-//!   Bytes frames: views of the receive buffer, never copies
-//!   take_tail(): everything unread, as one Bytes, for a raw tunnel
-//!
-//!   Encoder ── Frame (head, body untouched, tail) ──> WriteQueue
-//!               bounded, tickets, io_slices() + advance(n), urgent lane
+//!   poll_event()     -> Bytes frames and events: views of the buffer, never copies
+//!   poll_transmit()  -> the next slices to write ──> writev ──> handle_written(n, now)
+//!   poll_shutdown()  -> a FIN or a reset is due;  poll_timeout() -> when to wake
+//!   switch(|p| q)    -> the next protocol, over the same buffer (unread bytes in place)
 //! ```
 //!
 //! The pieces can be used alone (a decoder over a buffer; a write queue) or
-//! together: a [`Session`] is one connection's whole read side.
+//! together: a [`Conn`] is one connection in both directions, and its
+//! [`Protocol`] (a [`Framed`] decoder, a routing [`Session`], later HTTP/1.1
+//! and WebSocket) is the logic. The adapters each have one driver, generic
+//! over the protocol.
 //!
 //! # How to drive it
+//!
+//! A decoder alone:
 //!
 //! 1. Put bytes into a [`RecvBuf`]: [`feed`](RecvBuf::feed) a slice you own,
 //!    or read straight into [`spare_mut`](RecvBuf::spare_mut) and
@@ -60,6 +68,27 @@
 //! # Ok::<(), cleave_proto::Error>(())
 //! ```
 //!
+//! A whole connection: a [`Conn`] over a protocol, whose handlers, polls and
+//! questions [`Conn`]'s documentation lists in call order.
+//!
+//! ```
+//! use cleave_proto::conn::{Conn, ConnConfig, Framed, Timeouts};
+//! use cleave_proto::{Bytes, Error, Lines, Timeout};
+//! use core::time::Duration;
+//!
+//! let ms = Duration::from_millis;
+//! let config = ConnConfig::default().timeouts(Timeouts::default().frame(Some(ms(500))));
+//! let mut conn = Conn::with_config(Framed::new(Lines::new()), config, ms(0));
+//! conn.feed(b"hello\nwor", ms(10))?;
+//! assert_eq!(conn.poll_event()?, Some(Bytes::from("hello")));
+//! assert_eq!(conn.poll_event()?, None); // "wor" waits for its end...
+//! assert_eq!(conn.poll_timeout(), Some(ms(510))); // ...for 500 ms at most
+//! conn.handle_timeout(ms(510));
+//! assert_eq!(conn.poll_event(), Err(Error::TimedOut(Timeout::Frame)));
+//! assert_eq!(conn.recv_buf().peek(), b"wor"); // nothing lost
+//! # Ok::<(), Error>(())
+//! ```
+//!
 //! # Errors
 //!
 //! One [`Error`] type, whose variants say who is at fault ([`Error::fault`]):
@@ -88,10 +117,10 @@
 extern crate alloc;
 
 pub mod codec;
+pub mod conn;
 mod decoder;
 mod encoder;
 mod error;
-mod inbound;
 mod recv_buf;
 pub mod route;
 mod session;
@@ -99,18 +128,26 @@ pub mod sniff;
 pub mod write;
 
 pub use bytes::{Bytes, BytesMut};
+pub use codec::heads::Heads;
 pub use codec::length::{Endian, LengthConfig, LengthPrefixed, DEFAULT_MAX_FRAME_LENGTH};
 pub use codec::lines::{Lines, LinesConfig, DEFAULT_MAX_LINE_LENGTH};
 pub use codec::varint::{Varint, VarintConfig, MAX_VARINT_LEN};
+pub use conn::{Conn, ConnConfig, Framed, Protocol, Raw, Timeouts};
 pub use decoder::{Decoder, Frames};
 pub use encoder::{Encoder, Frame, INLINE_FRAMING};
-pub use error::{Error, Fault, Field, InvalidInput, Limit, Misuse, Rejected, Unencodable};
-pub use inbound::{Framed, Inbound};
-pub use recv_buf::{
-    RecvBuf, RecvBufConfig, DEFAULT_IDLE_CAPACITY, DEFAULT_MAX_BUFFERED, DEFAULT_READ_RESERVE,
+pub use error::{
+    Error, Fault, HttpField, InvalidInput, Limit, Misuse, ProxyField, Refusal, Rejected, Timeout,
+    TlsField, Unencodable, VarintField,
 };
-pub use session::{Event, NoFrames, ProxyMode, Session, SessionConfig};
-pub use write::{fragments, Fragments, Lane, Progress, Ticket, WriteQueue, WriteQueueConfig};
+pub use recv_buf::{
+    Position, RecvBuf, RecvBufConfig, DEFAULT_IDLE_CAPACITY, DEFAULT_MAX_BUFFERED,
+    DEFAULT_READ_RESERVE,
+};
+pub use session::{Event, NoFrames, NoSwitch, ProxyMode, Session, SessionConfig, Switch};
+pub use write::{
+    fragments, Fragments, Lane, Marks, Progress, Push, Ticket, Waiters, WriteQueue,
+    WriteQueueConfig,
+};
 
 /// This crate's README, its examples compiled and run as doctests (the
 /// README ships in the package, so they build from the packaged sources).

@@ -133,16 +133,34 @@ impl RouterConfig {
 
     /// Limits of the HTTP head sniffer (bytes, headers). Default
     /// [`http::DEFAULT_MAX_HEAD`], [`http::DEFAULT_MAX_HEADERS`].
-    #[must_use]
-    pub fn http_limits(mut self, max_head: usize, max_headers: usize) -> Self {
+    ///
+    /// # Errors
+    ///
+    /// [`Misuse::InvalidConfig`](crate::Misuse::InvalidConfig) when
+    /// `max_head` is 0, or `max_headers` is 0 or more than
+    /// [`http::MAX_HEADERS`] (the sniffer's table lives on the stack).
+    pub fn http_limits(mut self, max_head: usize, max_headers: usize) -> Result<Self, Error> {
+        http::check_limits(max_head, max_headers)?;
         self.max_head = max_head;
         self.max_headers = max_headers;
-        self
+        Ok(self)
+    }
+
+    /// See [`budget`](Self::budget).
+    #[must_use]
+    pub fn get_budget(&self) -> usize {
+        self.budget
+    }
+
+    /// See [`http_limits`](Self::http_limits): (bytes, headers).
+    #[must_use]
+    pub fn get_http_limits(&self) -> (usize, usize) {
+        (self.max_head, self.max_headers)
     }
 
     /// See [`inspect_delay`](Self::inspect_delay).
     #[must_use]
-    pub fn inspect_delay_duration(&self) -> Duration {
+    pub fn get_inspect_delay(&self) -> Duration {
         self.inspect_delay
     }
 }
@@ -549,6 +567,7 @@ impl<T> FrameRouter<T> {
     }
 
     /// Where `frame` goes.
+    #[must_use]
     pub fn route(&self, frame: &[u8]) -> &T {
         self.rules
             .iter()

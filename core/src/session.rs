@@ -5,9 +5,10 @@ use alloc::boxed::Box;
 use bytes::Bytes;
 use core::time::Duration;
 
+use crate::conn::{Phase, Protocol, Wire};
 use crate::decoder::Decoder;
-use crate::error::{Error, Field, InvalidInput};
-use crate::recv_buf::{RecvBuf, RecvBufConfig};
+use crate::error::{Error, InvalidInput, ProxyField};
+use crate::recv_buf::RecvBuf;
 use crate::route::{Decision, RouteState, Router};
 use crate::sniff::proxy::{self, ProxyHeader};
 use crate::sniff::Sniff;
@@ -28,16 +29,14 @@ pub enum ProxyMode {
 pub struct SessionConfig {
     proxy: ProxyMode,
     proxy_max: usize,
-    recv: RecvBufConfig,
 }
 
 impl Default for SessionConfig {
-    /// No PROXY header, the default receive buffer.
+    /// No PROXY header.
     fn default() -> Self {
         Self {
             proxy: ProxyMode::Off,
             proxy_max: proxy::DEFAULT_MAX_HEADER,
-            recv: RecvBufConfig::default(),
         }
     }
 }
@@ -69,11 +68,16 @@ impl SessionConfig {
         Ok(self)
     }
 
-    /// The receive buffer's configuration.
+    /// Whether a PROXY header comes first.
     #[must_use]
-    pub fn recv_buf(mut self, config: RecvBufConfig) -> Self {
-        self.recv = config;
-        self
+    pub fn get_proxy(&self) -> ProxyMode {
+        self.proxy
+    }
+
+    /// The longest PROXY header read.
+    #[must_use]
+    pub fn get_proxy_max(&self) -> usize {
+        self.proxy_max
     }
 }
 
@@ -120,8 +124,23 @@ impl Decoder for NoFrames {
     }
 }
 
-/// A decoder and the test that ends framed mode.
-type Framing<D> = (D, fn(&<D as Decoder>::Item) -> bool);
+/// What ends a session's framed mode: a frame after which the bytes are
+/// raw (a `CONNECT` line, an upgrade marker). It may keep state (count
+/// frames, remember a negotiated switch): any `FnMut(&Item) -> bool` is
+/// one.
+pub trait Switch<I> {
+    /// Whether `frame` is the last one before raw bytes.
+    fn is_last(&mut self, frame: &I) -> bool;
+}
+
+impl<I, F: FnMut(&I) -> bool> Switch<I> for F {
+    fn is_last(&mut self, frame: &I) -> bool {
+        self(frame)
+    }
+}
+
+/// The switch of a session that never leaves framed mode, or has no frames.
+pub type NoSwitch<I> = fn(&I) -> bool;
 
 #[derive(Clone, Debug)]
 enum State {
@@ -136,43 +155,35 @@ enum State {
     Failed(Error),
 }
 
-/// One connection's state machine: an optional PROXY header, sniffing and
-/// routing, then frames of a decoder until a switch, then a raw tunnel; or
-/// the end of the stream. It does no I/O and reads no clock.
-///
-/// # How to drive it
-///
-/// Methods come in three kinds, quinn-proto style:
-///
-/// - handlers take input: [`feed`](Self::feed) (or read into
-///   [`recv_buf`](Self::recv_buf)), and [`handle_eof`](Self::handle_eof)
-///   when the peer is done sending;
-/// - [`poll_event`](Self::poll_event) gives output: call it after every
-///   handler, until it returns `Ok(None)`;
-/// - [`deadline`](Self::deadline) says when to call `poll_event` again
-///   even if nothing arrives (the router's inspect delay): arm a timer.
+/// The routing protocol: an optional PROXY header, sniffing and routing,
+/// then frames of a decoder until a switch, then a raw tunnel; or the end
+/// of the stream. It does no I/O and reads no clock: a
+/// [`Conn`](crate::conn::Conn) drives it.
 ///
 /// ```text
-///   feed / read ──> poll_event(now) until None ──> wait for bytes or deadline()
-///
 ///   events, in order:  [Proxy] Routed (Frame* [Tunnel+]) | Tunnel+  [Closed]
 /// ```
 ///
-/// Errors are final: `poll_event` returns the same error from then on, and
-/// `recv_buf().take_tail()` hands back the bytes not consumed.
+/// The router's inspect delay runs from the connection's start (given to
+/// [`Conn::new`](crate::conn::Conn::new)), so a client that never sends a
+/// byte is routed by the clock too; [`Conn::poll_timeout`](crate::conn::Conn::poll_timeout)
+/// says when. Errors are final, and the bytes not consumed stay in the
+/// connection's buffer.
 ///
 /// ```
+/// use cleave_proto::conn::Conn;
 /// use cleave_proto::route::{HostPattern, Match, Router};
 /// use cleave_proto::{Event, Lines, Session, SessionConfig};
 /// use core::time::Duration;
 ///
 /// let router = Router::new("other").rule(Match::Prefix("HELLO ".into()), "lines");
 /// // Lines until a line says TUNNEL, then raw bytes.
-/// let mut session = Session::framed(router, Lines::new(), |line| &line[..] == b"TUNNEL", SessionConfig::default());
+/// let session = Session::framed(router, Lines::new(), |line: &cleave_proto::Bytes| &line[..] == b"TUNNEL", SessionConfig::default());
+/// let mut conn = Conn::new(session, Duration::ZERO);
 /// let mut events = Vec::new();
 /// for piece in [&b"HELLO th"[..], b"ere\nTUN", b"NEL\nraw\x00bytes"] {
-///     session.feed(piece)?;
-///     while let Some(event) = session.poll_event(Duration::ZERO)? {
+///     conn.feed(piece, Duration::ZERO)?;
+///     while let Some(event) = conn.poll_event()? {
 ///         events.push(event);
 ///     }
 /// }
@@ -183,19 +194,17 @@ enum State {
 /// # Ok::<(), cleave_proto::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct Session<T, D: Decoder = NoFrames> {
-    buf: RecvBuf,
+pub struct Session<T, D: Decoder = NoFrames, S = NoSwitch<<D as Decoder>::Item>> {
     state: State,
     router: Router<T>,
-    framing: Option<Framing<D>>,
+    framing: Option<(D, S)>,
     /// What the PROXY sniffer and the router remember between looks, while
     /// the session reads the first bytes; boxed, and dropped once routed.
     sniffing: Option<Box<Sniffing>>,
     /// Bytes the sniffers looked at (see [`Session::examined`]).
     examined: u64,
-    started: Option<Duration>,
-    eof: bool,
-    /// The PROXY settings (the receive buffer keeps its own).
+    started: Duration,
+    /// The PROXY settings.
     proxy: ProxyMode,
     proxy_max: usize,
 }
@@ -221,21 +230,15 @@ impl<T: Clone> Session<T> {
     }
 }
 
-impl<T: Clone, D: Decoder> Session<T, D> {
+impl<T: Clone, D: Decoder, S: Switch<D::Item>> Session<T, D, S> {
     /// A session that routes, then cuts frames with `decoder` until
     /// `switch` says a frame is the last one before raw bytes.
-    pub fn framed(
-        router: Router<T>,
-        decoder: D,
-        switch: fn(&D::Item) -> bool,
-        config: SessionConfig,
-    ) -> Self {
+    pub fn framed(router: Router<T>, decoder: D, switch: S, config: SessionConfig) -> Self {
         Self::make(router, Some((decoder, switch)), config)
     }
 
-    fn make(router: Router<T>, framing: Option<Framing<D>>, config: SessionConfig) -> Self {
+    fn make(router: Router<T>, framing: Option<(D, S)>, config: SessionConfig) -> Self {
         Self {
-            buf: RecvBuf::with_config(config.recv),
             state: match config.proxy {
                 ProxyMode::Off => State::Sniff,
                 _ => State::Proxy,
@@ -244,47 +247,27 @@ impl<T: Clone, D: Decoder> Session<T, D> {
             framing,
             sniffing: None,
             examined: 0,
-            started: None,
-            eof: false,
+            started: Duration::ZERO,
             proxy: config.proxy,
             proxy_max: config.proxy_max,
         }
     }
 
-    /// Appends bytes the peer sent.
-    ///
-    /// # Errors
-    ///
-    /// As [`RecvBuf::feed`]: nothing is appended when they do not fit.
-    pub fn feed(&mut self, data: &[u8]) -> Result<(), Error> {
-        self.buf.feed(data)
+    /// The router.
+    #[must_use]
+    pub fn router(&self) -> &Router<T> {
+        &self.router
     }
 
-    /// The receive buffer, for adapters that read straight into it
-    /// ([`RecvBuf::spare_mut`] and [`RecvBuf::commit`]).
-    pub fn recv_buf(&mut self) -> &mut RecvBuf {
-        &mut self.buf
+    /// The decoder of framed mode, if the session has one.
+    #[must_use]
+    pub fn decoder(&self) -> Option<&D> {
+        self.framing.as_ref().map(|(decoder, _)| decoder)
     }
 
-    /// The peer will send nothing more.
-    pub fn handle_eof(&mut self) {
-        self.eof = true;
-    }
-
-    /// Whether the session is closed (ended or failed).
-    pub fn is_closed(&self) -> bool {
-        matches!(self.state, State::Closed | State::Failed(_))
-    }
-
-    /// When to call [`poll_event`](Self::poll_event) again even if no byte
-    /// arrives: while sniffing, the moment the inspect delay runs out.
-    pub fn deadline(&self) -> Option<Duration> {
-        match (&self.state, self.started) {
-            (State::Sniff, Some(started)) => {
-                Some(started.saturating_add(self.router.config().inspect_delay_duration()))
-            }
-            _ => None,
-        }
+    /// The decoder of framed mode, to reconfigure it between frames.
+    pub fn decoder_mut(&mut self) -> Option<&mut D> {
+        self.framing.as_mut().map(|(decoder, _)| decoder)
     }
 
     /// Bytes the PROXY sniffer and the router's sniffers have looked at so
@@ -303,17 +286,18 @@ impl<T: Clone, D: Decoder> Session<T, D> {
     }
 
     /// The next event, or `Ok(None)` when the session needs more bytes (or
-    /// the deadline). `now` is the caller's clock; only differences matter.
-    ///
-    /// # Errors
-    ///
-    /// A malformed or missing PROXY header, a decoder's error: final.
-    pub fn poll_event(&mut self, now: Duration) -> Result<Option<Event<T, D::Item>>, Error> {
+    /// the deadline).
+    fn next_event(
+        &mut self,
+        buf: &mut RecvBuf,
+        eof: bool,
+        now: Duration,
+    ) -> Result<Option<Event<T, D::Item>>, Error> {
         loop {
             match &self.state {
-                State::Proxy => match self.sniff_proxy() {
+                State::Proxy => match self.sniff_proxy(buf) {
                     Sniff::Match { facts, len } => {
-                        self.buf.advance(len)?;
+                        buf.advance(len)?;
                         // The router's bytes start after the header.
                         self.done_sniffing();
                         self.state = State::Sniff;
@@ -324,57 +308,56 @@ impl<T: Clone, D: Decoder> Session<T, D> {
                     }
                     Sniff::NoMatch => {
                         return self.fail(Error::InvalidInput {
-                            kind: InvalidInput::Malformed(Field::ProxyMissing),
-                            offset: self.buf.offset(),
+                            kind: InvalidInput::Proxy(ProxyField::Missing),
+                            offset: buf.offset(),
                         })
                     }
                     Sniff::Invalid(e) => {
-                        let e = e.shifted(self.buf.offset());
+                        let e = e.shifted(buf.offset());
                         return self.fail(e);
                     }
                     // The stream ended inside what may have been a header:
                     // if one was optional, these are the client's bytes.
-                    Sniff::NeedMore if self.eof && self.proxy == ProxyMode::Optional => {
+                    Sniff::NeedMore if eof && self.proxy == ProxyMode::Optional => {
                         self.state = State::Sniff;
                     }
-                    Sniff::NeedMore if self.eof => return Ok(Some(self.close())),
+                    Sniff::NeedMore if eof => return Ok(Some(self.close(buf))),
                     // No more can arrive to decide it.
-                    Sniff::NeedMore if self.buf.is_full() => return self.fail_full(),
+                    Sniff::NeedMore if buf.is_full() => return self.fail_full(buf),
                     Sniff::NeedMore => return Ok(None),
                 },
                 State::Sniff => {
-                    let started = *self.started.get_or_insert(now);
-                    let elapsed = now.saturating_sub(started);
+                    let elapsed = now.saturating_sub(self.started);
                     let sniffing = self.sniffing.get_or_insert_with(Box::default);
-                    let data = self.buf.peek();
-                    let decision = if self.eof {
+                    let data = buf.peek();
+                    let decision = if eof {
                         Some(self.router.route_at_end_with(&mut sniffing.route, data))
                     } else {
                         self.router.route_with(&mut sniffing.route, data, elapsed)
                     };
                     let Some(decision) = decision else {
-                        if self.buf.is_full() {
+                        if buf.is_full() {
                             // The router's budget is larger than the buffer.
-                            return self.fail_full();
+                            return self.fail_full(buf);
                         }
                         return Ok(None);
                     };
                     self.done_sniffing();
-                    self.buf.advance(decision.consume)?;
+                    buf.advance(decision.consume)?;
                     self.state = match self.framing {
                         Some(_) => State::Framed,
                         None => State::Tunnel { announced: false },
                     };
                     return Ok(Some(Event::Routed(decision)));
                 }
-                State::Framed => return self.poll_frame(),
+                State::Framed => return self.poll_frame(buf, eof),
                 State::Tunnel { announced } => {
-                    if !announced || !self.buf.is_empty() {
+                    if !announced || !buf.is_empty() {
                         self.state = State::Tunnel { announced: true };
-                        return Ok(Some(Event::Tunnel(self.buf.take_tail())));
+                        return Ok(Some(Event::Tunnel(buf.take_tail())));
                     }
-                    if self.eof {
-                        return Ok(Some(self.close()));
+                    if eof {
+                        return Ok(Some(self.close(buf)));
                     }
                     return Ok(None);
                 }
@@ -385,31 +368,35 @@ impl<T: Clone, D: Decoder> Session<T, D> {
     }
 
     /// The PROXY sniffer's answer for the bytes so far.
-    fn sniff_proxy(&mut self) -> Sniff<ProxyHeader> {
+    fn sniff_proxy(&mut self, buf: &RecvBuf) -> Sniff<ProxyHeader> {
         let max = self.proxy_max;
-        let data = self.buf.peek();
+        let data = buf.peek();
         let sniffing = self.sniffing.get_or_insert_with(Box::default);
         sniffing.proxy.sniff(data, max).clone()
     }
 
-    fn poll_frame(&mut self) -> Result<Option<Event<T, D::Item>>, Error> {
+    fn poll_frame(
+        &mut self,
+        buf: &mut RecvBuf,
+        eof: bool,
+    ) -> Result<Option<Event<T, D::Item>>, Error> {
         let Some((decoder, switch)) = &mut self.framing else {
             self.state = State::Tunnel { announced: false };
             return Ok(None);
         };
-        let decoded = if self.eof {
-            decoder.decode_eof(&mut self.buf)
+        let decoded = if eof {
+            decoder.decode_eof(buf)
         } else {
-            decoder.decode(&mut self.buf)
+            decoder.decode(buf)
         };
         match decoded {
             Ok(Some(item)) => {
-                if switch(&item) {
+                if switch.is_last(&item) {
                     self.state = State::Tunnel { announced: false };
                 }
                 Ok(Some(Event::Frame(item)))
             }
-            Ok(None) if self.eof => Ok(Some(self.close())),
+            Ok(None) if eof => Ok(Some(self.close(buf))),
             Ok(None) => Ok(None),
             Err(Error::Truncated { partial, .. }) => {
                 self.state = State::Closed;
@@ -419,10 +406,10 @@ impl<T: Clone, D: Decoder> Session<T, D> {
         }
     }
 
-    fn close(&mut self) -> Event<T, D::Item> {
+    fn close(&mut self, buf: &mut RecvBuf) -> Event<T, D::Item> {
         self.done_sniffing();
         self.state = State::Closed;
-        Event::Closed(self.buf.take_tail())
+        Event::Closed(buf.take_tail())
     }
 
     fn fail<E>(&mut self, e: Error) -> Result<E, Error> {
@@ -434,8 +421,43 @@ impl<T: Clone, D: Decoder> Session<T, D> {
     /// The buffer is full and what it holds does not decide: as a decoder
     /// in the same place, a final [`Limit::Buffer`](crate::Limit::Buffer)
     /// error.
-    fn fail_full<E>(&mut self) -> Result<E, Error> {
-        let e = self.buf.over_limit(self.buf.len() as u64 + 1);
+    fn fail_full<E>(&mut self, buf: &RecvBuf) -> Result<E, Error> {
+        let e = buf.over_limit(buf.len() as u64 + 1);
         self.fail(e)
+    }
+}
+
+impl<T: Clone, D: Decoder, S: Switch<D::Item>> Protocol for Session<T, D, S> {
+    type Event = Event<T, D::Item>;
+
+    fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<Self::Event>, Error> {
+        let (eof, now) = (wire.eof, wire.now);
+        self.next_event(wire.recv, eof, now)
+    }
+
+    fn phase(&self) -> Phase {
+        match self.state {
+            State::Proxy | State::Sniff => Phase::Opening,
+            State::Framed => Phase::Framing,
+            State::Tunnel { .. } => Phase::Tunnel,
+            State::Closed | State::Failed(_) => Phase::Done,
+        }
+    }
+
+    /// The inspect delay runs from here.
+    fn start(&mut self, now: Duration) {
+        self.started = now;
+    }
+
+    /// While sniffing, the moment the inspect delay (counted from the
+    /// connection's start) runs out. A PROXY header has no deadline of its
+    /// own: the connection's opening timeout covers it.
+    fn poll_timeout(&self) -> Option<Duration> {
+        match self.state {
+            State::Sniff => self
+                .started
+                .checked_add(self.router.config().get_inspect_delay()),
+            _ => None,
+        }
     }
 }

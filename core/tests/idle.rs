@@ -1,27 +1,33 @@
-//! What one connection's core state (a `Framed<Lines>` read side and a
-//! `WriteQueue`) holds on the heap once it goes idle after real traffic,
-//! counted by a global allocator: nothing, when the adapter does what the
-//! adapters do when a read finds nothing (`release_idle` on both); the
-//! bytes of a partial line, and no more, while one waits.
+//! What one connection's core state (a `Conn<Framed<Lines>>`: its receive
+//! buffer and its write queue) holds on the heap once it goes idle after
+//! real traffic, counted by a global allocator: nothing, when the adapter
+//! does what the adapters do when a read finds nothing
+//! (`Conn::release_idle`); the bytes of a partial line, and no more, while
+//! one waits.
 
 #[path = "support/counting.rs"]
 mod counting;
 
-use cleave_proto::{Bytes, Encoder, Framed, Inbound, Lines, WriteQueue};
+use core::time::Duration;
+
+use cleave_proto::conn::{Conn, ConnConfig, Framed};
+use cleave_proto::{Bytes, Encoder, Lines, WriteQueue};
 use counting::live_bytes;
 
-/// One connection's state, as an adapter drives it.
-struct Conn {
-    read: Framed<Lines>,
-    queue: WriteQueue,
+/// One connection that echoes lines, as an adapter drives it.
+struct Echo {
+    conn: Conn<Framed<Lines>>,
     encoder: Lines,
 }
 
-impl Conn {
+impl Echo {
     fn new() -> Self {
+        Self::with_config(ConnConfig::default())
+    }
+
+    fn with_config(config: ConnConfig) -> Self {
         Self {
-            read: Framed::new(Lines::new()),
-            queue: WriteQueue::new(),
+            conn: Conn::with_config(Framed::new(Lines::new()), config, Duration::ZERO),
             encoder: Lines::new(),
         }
     }
@@ -32,27 +38,24 @@ impl Conn {
     fn receive(&mut self, mut data: &[u8]) -> usize {
         let mut lines = 0;
         while !data.is_empty() {
-            let buf = self.read.recv_buf();
-            let spare = buf.spare_mut().expect("room");
+            let spare = self.conn.spare_mut().expect("room");
             let n = spare.len().min(data.len());
             spare[..n].copy_from_slice(&data[..n]);
-            buf.commit(n).expect("fits");
+            self.conn.handle_read(n, Duration::ZERO).expect("fits");
             data = &data[n..];
-            while let Some(event) = self
-                .read
-                .poll_event(core::time::Duration::ZERO)
-                .expect("valid")
-            {
+            while let Some(event) = self.conn.poll_event().expect("valid") {
                 let frame = self.encoder.encode(event).expect("encodes");
-                self.queue.push_frame(frame).expect("room");
+                self.conn.push(frame).expect("room");
                 lines += 1;
             }
         }
-        while !self.queue.is_flushed() {
+        while self.conn.wants_write() {
             let mut slices = [&b""[..]; 16];
-            let n = self.queue.chunks(&mut slices);
+            let n = self.conn.poll_transmit_slices(&mut slices);
             let offered: usize = slices[..n].iter().map(|s| s.len()).sum();
-            self.queue.advance(offered.min(4096)).expect("offered");
+            self.conn
+                .handle_written(offered.min(4096), Duration::ZERO)
+                .expect("offered");
         }
         lines
     }
@@ -60,15 +63,14 @@ impl Conn {
     /// What an adapter does when a read finds nothing: the connection is
     /// about to wait.
     fn go_idle(&mut self) {
-        self.read.recv_buf().release_idle();
-        self.queue.release_idle();
+        self.conn.release_idle();
     }
 }
 
 #[test]
 fn an_idle_connection_holds_no_heap_after_real_traffic() {
     let before = live_bytes();
-    let mut conn = Conn::new();
+    let mut conn = Echo::new();
     assert_eq!(live_bytes(), before, "a new connection allocates nothing");
 
     // A partial line, then quiet: only its bytes are held.
@@ -96,7 +98,7 @@ fn an_idle_connection_holds_no_heap_after_real_traffic() {
 
 #[test]
 fn shrinking_keeps_every_byte_and_a_busy_buffer_keeps_its_block() {
-    let mut conn = Conn::new();
+    let mut conn = Echo::new();
     conn.receive(b"first half of a li");
     conn.go_idle();
     conn.go_idle(); // twice: nothing more to give back, nothing lost
@@ -118,23 +120,22 @@ fn shrinking_keeps_every_byte_and_a_busy_buffer_keeps_its_block() {
 fn a_connection_configured_to_keep_its_blocks_keeps_them_when_idle() {
     use cleave_proto::{RecvBufConfig, WriteQueueConfig};
     let before = live_bytes();
-    let mut conn = Conn {
-        read: Framed::with_config(
-            Lines::new(),
-            RecvBufConfig::default().release_when_idle(false),
-        ),
-        queue: WriteQueue::with_config(WriteQueueConfig::default().release_when_idle(false)),
-        encoder: Lines::new(),
-    };
+    let mut conn = Echo::with_config(
+        ConnConfig::default()
+            .recv_buf(RecvBufConfig::default().release_when_idle(false))
+            .write_queue(WriteQueueConfig::default().release_when_idle(false)),
+    );
     assert_eq!(conn.receive(b"a line\n"), 1);
     conn.go_idle();
-    assert!(!conn.read.recv_buf().release_idle() && !conn.queue.release_idle());
     let kept = live_bytes() - before;
     assert!(
         kept >= 8 * 1024,
         "the read block and the run buffer stay: {kept}"
     );
+    let (_, mut buf, mut queue) = conn.conn.into_parts();
+    assert!(!buf.release_idle() && !queue.release_idle());
     // shrink_to_fit still gives them back when asked.
-    assert!(conn.read.recv_buf().shrink_to_fit() && conn.queue.shrink_to_fit());
+    assert!(buf.shrink_to_fit() && queue.shrink_to_fit());
+    drop((buf, queue));
     assert_eq!(live_bytes(), before);
 }

@@ -11,7 +11,7 @@ use cleave_proto::route::{
     Decision, Facts, FrameRouter, HostPattern, Match, Reason, Router, RouterConfig,
 };
 use cleave_proto::sniff::{proxy, Sniff};
-use cleave_proto::{Error, Field, InvalidInput};
+use cleave_proto::{Error, HttpField, InvalidInput};
 use proptest::prelude::*;
 
 fn rules() -> Router<&'static str> {
@@ -163,7 +163,7 @@ fn a_host_rule_is_not_fooled_by_a_target_or_a_second_host() {
         assert!(matches!(
             decision.malformed,
             Some(Error::InvalidInput {
-                kind: InvalidInput::Malformed(Field::HttpHost),
+                kind: InvalidInput::Http(HttpField::Host),
                 ..
             })
         ));

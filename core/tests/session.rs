@@ -11,13 +11,15 @@ mod session_model;
 use fixtures::fixture;
 use std::time::Duration;
 
+use cleave_proto::conn::{Conn, ConnConfig};
 use cleave_proto::route::Reason;
-use cleave_proto::sniff::http::{is_upgrade_head, Heads};
+use cleave_proto::sniff::http::is_upgrade_head;
+use cleave_proto::Heads;
 use cleave_proto::{
-    Bytes, Error, Event, Field, InvalidInput, Lines, ProxyMode, Session, SessionConfig,
+    Bytes, Error, Event, InvalidInput, Lines, ProxyField, ProxyMode, Session, SessionConfig,
 };
 use proptest::prelude::*;
-use session_model::{accounted, drive, pieces, rules};
+use session_model::{accounted, drive, drive_with, pieces, rules};
 
 fn optional_proxy() -> SessionConfig {
     SessionConfig::default().proxy(ProxyMode::Optional)
@@ -122,13 +124,19 @@ fn an_http_upgrade_hands_the_rest_over_after_the_head() {
 
 #[test]
 fn a_silent_client_is_routed_by_the_fallback_at_the_deadline() {
-    let mut session = Session::tunnel(rules(), SessionConfig::default());
-    session.feed(b"GET / HT").unwrap();
-    assert_eq!(session.poll_event(Duration::from_secs(100)).unwrap(), None);
-    assert_eq!(session.deadline(), Some(Duration::from_secs(105)));
-    assert_eq!(session.poll_event(Duration::from_secs(104)).unwrap(), None);
-    let Some(Event::Routed(decision)) = session.poll_event(Duration::from_secs(105)).unwrap()
-    else {
+    let session = Session::tunnel(rules(), SessionConfig::default());
+    let start = Duration::from_secs(100);
+    let mut conn = Conn::new(session, start);
+    // The inspect delay runs from the connection's start: the deadline is
+    // known before the first byte.
+    assert_eq!(conn.poll_timeout(), Some(Duration::from_secs(105)));
+    conn.feed(b"GET / HT", Duration::from_secs(101)).unwrap();
+    assert_eq!(conn.poll_event().unwrap(), None);
+    assert_eq!(conn.poll_timeout(), Some(Duration::from_secs(105)));
+    conn.handle_timeout(Duration::from_secs(104));
+    assert_eq!(conn.poll_event().unwrap(), None);
+    conn.handle_timeout(Duration::from_secs(105));
+    let Some(Event::Routed(decision)) = conn.poll_event().unwrap() else {
         panic!("not routed at the deadline")
     };
     assert_eq!(
@@ -136,10 +144,27 @@ fn a_silent_client_is_routed_by_the_fallback_at_the_deadline() {
         ("other", Reason::DeadlinePassed)
     );
     assert_eq!(
-        session.poll_event(Duration::from_secs(105)).unwrap(),
+        conn.poll_event().unwrap(),
         Some(Event::Tunnel("GET / HT".into()))
     );
-    assert_eq!(session.deadline(), None);
+    assert_eq!(conn.poll_timeout(), None);
+}
+
+#[test]
+fn a_client_that_sends_nothing_at_all_is_routed_at_the_deadline() {
+    let session = Session::tunnel(rules(), SessionConfig::default());
+    let mut conn = Conn::new(session, Duration::ZERO);
+    assert_eq!(conn.poll_timeout(), Some(Duration::from_secs(5)));
+    conn.handle_timeout(Duration::from_secs(5));
+    assert!(matches!(
+        conn.poll_event().unwrap(),
+        Some(Event::Routed(d)) if d.target == "other" && d.reason == Reason::DeadlinePassed
+    ));
+    assert_eq!(
+        conn.poll_event().unwrap(),
+        Some(Event::Tunnel(Bytes::new()))
+    );
+    assert_eq!(conn.poll_event().unwrap(), None);
 }
 
 #[test]
@@ -150,18 +175,15 @@ fn a_required_proxy_header_that_is_missing_is_a_final_error() {
     assert_eq!(
         error,
         Some(Error::InvalidInput {
-            kind: InvalidInput::Malformed(Field::ProxyMissing),
+            kind: InvalidInput::Proxy(ProxyField::Missing),
             offset: 0
         })
     );
-    let mut session = Session::tunnel(rules(), config);
-    session.feed(b"hello").unwrap();
-    assert!(session.poll_event(Duration::ZERO).is_err());
-    assert_eq!(
-        &session.recv_buf().take_tail()[..],
-        b"hello",
-        "the bytes come back"
-    );
+    let mut conn = Conn::new(Session::tunnel(rules(), config), Duration::ZERO);
+    conn.feed(b"hello", Duration::ZERO).unwrap();
+    assert!(conn.poll_event().is_err());
+    let (_, mut buf, _) = conn.into_parts();
+    assert_eq!(&buf.take_tail()[..], b"hello", "the bytes come back");
 }
 
 #[test]
@@ -171,7 +193,12 @@ fn the_end_of_the_stream_inside_something_gives_its_bytes_back() {
     let (events, _) = drive(Session::tunnel(rules(), config), &[header]);
     assert_eq!(events, [Event::Closed(Bytes::copy_from_slice(header))]);
 
-    let session = Session::framed(rules(), Lines::new(), |_| false, SessionConfig::default());
+    let session = Session::framed(
+        rules(),
+        Lines::new(),
+        |_: &Bytes| false,
+        SessionConfig::default(),
+    );
     let (events, _) = drive(session, &[b"LINE a\nLINE b"]);
     assert_eq!(
         events[1..],
@@ -212,23 +239,21 @@ fn a_buffer_too_small_to_decide_is_a_final_limit_error() {
     };
     // A valid 104-byte PROXY v1 header does not fit in 64 bytes.
     let header = b"PROXY TCP6 ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff 65535 65535\r\n";
-    let config = SessionConfig::default()
-        .proxy(ProxyMode::Required)
-        .recv_buf(small);
-    let mut session = Session::tunnel(rules(), config);
-    session.feed(&header[..64]).unwrap();
-    let error = session.poll_event(Duration::ZERO).err();
+    let config = SessionConfig::default().proxy(ProxyMode::Required);
+    let small = ConnConfig::default().recv_buf(small);
+    let mut conn = Conn::with_config(Session::tunnel(rules(), config), small, Duration::ZERO);
+    conn.feed(&header[..64], Duration::ZERO).unwrap();
+    let error = conn.poll_event().err();
     assert!(buffer_full(&error), "{error:?}");
-    assert!(session.is_closed());
-    assert_eq!(session.poll_event(Duration::ZERO).err(), error, "final");
-    assert_eq!(session.recv_buf().len(), 64, "the bytes stay");
+    assert!(conn.is_read_done() && !conn.wants_read());
+    assert_eq!(conn.poll_event().err(), error, "final");
+    assert_eq!(conn.recv_buf().len(), 64, "the bytes stay");
 
     // The router's budget is larger than the buffer: an HTTP head that
     // does not end within 64 bytes.
-    let config = SessionConfig::default().recv_buf(small);
-    let mut session = Session::tunnel(rules(), config);
-    session.feed(&[b'G'; 64]).unwrap();
-    let error = session.poll_event(Duration::ZERO).err();
+    let session = Session::tunnel(rules(), SessionConfig::default());
+    let (events, error) = drive_with(session, small, &[&[b'G'; 64]]);
+    assert!(events.is_empty());
     assert!(buffer_full(&error), "{error:?}");
 }
 

@@ -11,7 +11,7 @@ mod fixtures;
 mod sniff_model;
 
 use cleave_proto::sniff::{http, prefix, proxy, tls, Sniff};
-use cleave_proto::{Bytes, Error, Field, InvalidInput};
+use cleave_proto::{Bytes, Error, HttpField, InvalidInput, ProxyField, TlsField};
 use fixtures::{fixture, ALL, PROXY_FIXTURES, TLS_FIXTURES};
 use proptest::prelude::*;
 use sniff_model::assert_prefix_stable;
@@ -184,7 +184,7 @@ fn a_wrong_checksum_is_refused_where_it_is() {
     assert_eq!(
         proxy(&data),
         Sniff::Invalid(Error::InvalidInput {
-            kind: InvalidInput::Malformed(Field::ProxyV2Checksum),
+            kind: InvalidInput::Proxy(ProxyField::V2Checksum),
             offset: 31
         })
     );
@@ -257,7 +257,7 @@ fn proxy_headers_haproxy_did_not_send_here() {
     assert!(matches!(
         proxy(&v2(1, 0x11, &[0; 12], &bad_cn)),
         Sniff::Invalid(Error::InvalidInput {
-            kind: InvalidInput::Malformed(Field::ProxyV2Tlv),
+            kind: InvalidInput::Proxy(ProxyField::V2Tlv),
             ..
         })
     ));
@@ -284,21 +284,21 @@ fn proxy_headers_haproxy_did_not_send_here() {
     assert!(matches!(
         proxy(&v2(1, 0x11, &[0; 12], &[0x02, 0, 9, b'a'])),
         Sniff::Invalid(Error::InvalidInput {
-            kind: InvalidInput::Malformed(Field::ProxyV2Tlv),
+            kind: InvalidInput::Proxy(ProxyField::V2Tlv),
             ..
         })
     ));
     assert!(matches!(
         proxy(&v2(1, 0x21, &[0; 12], &[])),
         Sniff::Invalid(Error::InvalidInput {
-            kind: InvalidInput::Malformed(Field::ProxyV2Address),
+            kind: InvalidInput::Proxy(ProxyField::V2Address),
             ..
         })
     ));
     assert!(matches!(
         proxy(&v2(3, 0x11, &[0; 12], &[])),
         Sniff::Invalid(Error::InvalidInput {
-            kind: InvalidInput::Malformed(Field::ProxyV2Header),
+            kind: InvalidInput::Proxy(ProxyField::V2Header),
             ..
         })
     ));
@@ -332,7 +332,7 @@ fn http_fixtures() {
 fn bad_host_at(data: &[u8]) -> Option<u64> {
     match assert_prefix_stable(data, head) {
         Sniff::Invalid(Error::InvalidInput {
-            kind: InvalidInput::Malformed(Field::HttpHost),
+            kind: InvalidInput::Http(HttpField::Host),
             offset,
         }) => Some(offset),
         _ => None,
@@ -486,7 +486,7 @@ fn malformed_tls_lengths_are_typed_errors() {
     assert_eq!(
         tls(b"\x16\x03\x01\x00\x00"),
         Sniff::Invalid(Error::InvalidInput {
-            kind: InvalidInput::Malformed(Field::TlsRecord),
+            kind: InvalidInput::Tls(TlsField::Record),
             offset: 3
         })
     );
@@ -494,7 +494,7 @@ fn malformed_tls_lengths_are_typed_errors() {
     assert!(matches!(
         tls(b"\x16\x03\x01\x00\x04\x02\x00\x00\x00"),
         Sniff::Invalid(Error::InvalidInput {
-            kind: InvalidInput::Malformed(Field::TlsHandshake),
+            kind: InvalidInput::Tls(TlsField::Handshake),
             ..
         })
     ));
@@ -510,7 +510,7 @@ fn malformed_tls_lengths_are_typed_errors() {
         matches!(
             tls(&bad),
             Sniff::Invalid(Error::InvalidInput {
-                kind: InvalidInput::Malformed(Field::TlsClientHello | Field::TlsExtension),
+                kind: InvalidInput::Tls(TlsField::ClientHello | TlsField::Extension),
                 ..
             })
         ),

@@ -11,7 +11,7 @@ use fixtures::{fixture, TLS_FIXTURES};
 
 use cleave_proto::route::{HostPattern, Match, Reason, Router};
 use cleave_proto::sniff::{tls, Sniff};
-use cleave_proto::{Error, Field, InvalidInput};
+use cleave_proto::{Error, InvalidInput, TlsField};
 
 /// rustls's server name for the hello, or its error.
 fn rustls_sni(data: &[u8]) -> Result<Option<String>, String> {
@@ -162,7 +162,7 @@ fn refused_as_server_name(answer: Result<Option<String>, Sniff<tls::ClientHello>
     matches!(
         answer,
         Err(Sniff::Invalid(Error::InvalidInput {
-            kind: InvalidInput::Malformed(Field::TlsServerName),
+            kind: InvalidInput::Tls(TlsField::ServerName),
             ..
         }))
     )

@@ -15,6 +15,7 @@ mod flights;
 use core::time::Duration;
 use fixtures::{fixture, ALL};
 
+use cleave_proto::conn::Conn;
 use cleave_proto::route::{HostPattern, Match, Reason, RouteState, Router, RouterConfig};
 use cleave_proto::sniff::{http, proxy, tls, Sniff};
 use cleave_proto::{Event, ProxyMode, Session, SessionConfig};
@@ -228,7 +229,9 @@ fn proxy_v1() -> Vec<u8> {
 }
 
 fn router() -> Router<&'static str> {
-    let config = RouterConfig::default().http_limits(16 * 1024, 128);
+    let config = RouterConfig::default()
+        .http_limits(16 * 1024, 128)
+        .expect("in range");
     Router::with_config("fallback", config)
         .rule(Match::Prefix("SSH-".into()), "ssh")
         .rule(Match::TlsServerName(HostPattern::new("example.com")), "tls")
@@ -287,12 +290,13 @@ fn a_session_fed_a_byte_at_a_time_is_linear() {
             .proxy(ProxyMode::Required)
             .proxy_max(16 * 1024)
             .expect("in range");
-        let mut session = Session::tunnel(router(), config);
+        let mut conn = Conn::new(Session::tunnel(router(), config), Duration::ZERO);
         let input = [&header[..], &flight[..]].concat();
         let mut events = Vec::new();
         for byte in &input {
-            session.feed(std::slice::from_ref(byte)).expect("fits");
-            while let Some(event) = session.poll_event(Duration::ZERO).expect("valid") {
+            conn.feed(std::slice::from_ref(byte), Duration::ZERO)
+                .expect("fits");
+            while let Some(event) = conn.poll_event().expect("valid") {
                 events.push(event);
             }
         }
@@ -306,13 +310,13 @@ fn a_session_fed_a_byte_at_a_time_is_linear() {
             })
             .sum();
         assert_eq!(tunneled, flight.len(), "every routed byte goes on");
-        let mut at_once = Session::tunnel(router(), config);
-        at_once.feed(&input).expect("fits");
-        while at_once.poll_event(Duration::ZERO).expect("valid").is_some() {}
+        let mut at_once = Conn::new(Session::tunnel(router(), config), Duration::ZERO);
+        at_once.feed(&input, Duration::ZERO).expect("fits");
+        while at_once.poll_event().expect("valid").is_some() {}
         assert_linear(
             "session",
-            session.examined(),
-            at_once.examined(),
+            conn.protocol().examined(),
+            at_once.protocol().examined(),
             input.len(),
         );
     }

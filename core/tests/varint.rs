@@ -6,6 +6,7 @@ mod harness;
 
 use cleave_proto::{
     Bytes, Decoder, Error, InvalidInput, Limit, RecvBuf, RecvBufConfig, Varint, VarintConfig,
+    VarintField,
 };
 use harness::{assert_chunking_invariant, assert_conserved, pieces, run, Placement};
 use proptest::prelude::*;
@@ -84,17 +85,17 @@ fn bad_varints_are_typed_errors_at_the_telling_byte() {
     let eleven = [0x80u8; 11];
     assert_eq!(
         decode_one(&eleven, VarintConfig::default()),
-        invalid(InvalidInput::VarintTooLong, 9)
+        invalid(InvalidInput::Varint(VarintField::TooLong), 9)
     );
     let mut overflow = [0xffu8; 10];
     overflow[9] = 0x7f;
     assert_eq!(
         decode_one(&overflow, VarintConfig::default()),
-        invalid(InvalidInput::VarintOverflow, 9)
+        invalid(InvalidInput::Varint(VarintField::Overflow), 9)
     );
     assert_eq!(
         decode_one(b"\x85\x00abcde", VarintConfig::default()),
-        invalid(InvalidInput::VarintNotMinimal, 1)
+        invalid(InvalidInput::Varint(VarintField::NotMinimal), 1)
     );
     let lenient = VarintConfig::default().allow_non_minimal(true);
     assert_eq!(

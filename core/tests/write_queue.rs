@@ -9,7 +9,7 @@
 #[path = "support/queue_model.rs"]
 mod queue_model;
 
-use cleave_proto::{Bytes, Error, Frame, Limit, WriteQueue, WriteQueueConfig};
+use cleave_proto::{Bytes, Error, Frame, Lane, Refusal, WriteQueue, WriteQueueConfig};
 use proptest::prelude::*;
 use queue_model::Op;
 
@@ -127,13 +127,12 @@ fn an_oversize_push_is_accepted_alone_and_handed_out_in_pieces() {
     let ticket = queue.push(big).unwrap();
     // Nothing else fits until it drains below the limit.
     let refused = queue.push(Bytes::from_static(b"x")).unwrap_err();
-    assert!(matches!(
-        refused.error(),
-        Error::LimitExceeded {
-            limit: Limit::QueueBytes,
-            ..
-        }
-    ));
+    assert_eq!(refused.error(), &Refusal::Full(Lane::Bulk));
+    assert_eq!(
+        queue.pending_bytes(Lane::Bulk),
+        1000 * 1000,
+        "over the byte limit"
+    );
     let mut slices = [&b""[..]; 4];
     let n = queue.chunks(&mut slices);
     assert_eq!(n, 4);
@@ -148,19 +147,19 @@ fn a_refused_push_gives_its_bytes_back_and_reports_why() {
     let mut queue = WriteQueue::with_config(config);
     queue.push(Bytes::from_static(b"one")).unwrap();
     let refused = queue.push(Bytes::from_static(b"two")).unwrap_err();
-    assert_eq!(
-        refused.error(),
-        &Error::LimitExceeded {
-            limit: Limit::QueueItems,
-            max: 1,
-            attempted: 2,
-            offset: 3
-        }
-    );
+    assert_eq!(refused.error(), &Refusal::Full(Lane::Bulk));
+    assert_eq!(queue.pending_items(Lane::Bulk), 1, "at the item limit");
     assert_eq!(&refused.into_value()[..], b"two");
+    // The urgent lane has limits of its own.
+    let ticket = queue.push_urgent(Bytes::from(vec![0; 17 * 1024])).unwrap();
+    assert_eq!(ticket.lane(), Lane::Urgent);
+    let refused = queue.push_urgent(Bytes::from_static(b"x")).unwrap_err();
+    assert_eq!(refused.error(), &Refusal::Full(Lane::Urgent));
     queue.close();
     let refused = queue.push(Bytes::from_static(b"three")).unwrap_err();
-    assert_eq!(refused.error(), &Error::Closed);
+    assert_eq!(refused.error(), &Refusal::Closed);
+    let (why, value) = refused.into_parts();
+    assert_eq!((why, &value[..]), (Refusal::Closed, &b"three"[..]));
 }
 
 #[test]
@@ -199,7 +198,7 @@ fn abort_drops_everything_closes_and_tickets_never_complete() {
     assert!(!queue.is_written(t));
     assert_eq!(
         queue.push(Bytes::from_static(b"x")).unwrap_err().error(),
-        &Error::Closed
+        &Refusal::Closed
     );
 }
 
@@ -237,5 +236,5 @@ fn configuration_out_of_range_is_a_typed_error() {
     // One IoSlice holds at most 4 GiB - 1 on Windows: "no limit" is that.
     let max = cleave_proto::write::MAX_PIECE_SIZE;
     let unlimited = WriteQueueConfig::default().piece_size(usize::MAX).unwrap();
-    assert_eq!(unlimited.piece_size_len(), max);
+    assert_eq!(unlimited.get_piece_size(), max);
 }

@@ -175,7 +175,7 @@ impl LengthConfig {
 
     /// See [`max_frame_length`](Self::max_frame_length).
     #[must_use]
-    pub fn max_frame_len(&self) -> u64 {
+    pub fn get_max_frame_length(&self) -> u64 {
         self.max_frame
     }
 }

@@ -121,13 +121,13 @@ impl LinesConfig {
 
     /// See [`delimiter`](Self::delimiter).
     #[must_use]
-    pub fn delimiter_byte(&self) -> u8 {
+    pub fn get_delimiter(&self) -> u8 {
         self.delimiter
     }
 
     /// See [`max_length`](Self::max_length).
     #[must_use]
-    pub fn max_line_length(&self) -> usize {
+    pub fn get_max_length(&self) -> usize {
         self.max_length
     }
 }
@@ -161,6 +161,13 @@ impl LinesConfig {
 pub struct Lines {
     config: LinesConfig,
     latch: Latch,
+    /// How far the search of the line at the front went: the first
+    /// `scanned.2` bytes from offset `scanned.1` of stream `scanned.0` hold
+    /// no delimiter. Keyed by the stream and the offset, so bytes consumed
+    /// behind the decoder's back, or another stream's buffer, start the
+    /// search over; and a buffer lent one call at a time
+    /// ([`RecvBuf::from_buffer_at`]) resumes it.
+    scanned: (u32, u64, usize),
 }
 
 impl Lines {
@@ -200,9 +207,12 @@ impl Lines {
         let data = buf.peek();
         let window = self.window();
         let end = data.len().min(window);
-        // Resume where the last search of this line stopped: the note lives
-        // in the buffer, next to the bytes it describes.
-        let start = buf.scanned(delimiter).min(end);
+        // Resume where the last search of this line stopped.
+        let start = if (self.scanned.0, self.scanned.1) == (buf.stream(), buf.offset()) {
+            self.scanned.2.min(end)
+        } else {
+            0
+        };
         match memchr::memchr(delimiter, &data[start..end]) {
             Some(i) => self.line(buf, start + i, 1),
             None if self.known_too_long(data) => {
@@ -210,7 +220,7 @@ impl Lines {
                 self.latch.failed(e)
             }
             None => {
-                buf.set_scanned(delimiter, end);
+                self.scanned = (buf.stream(), buf.offset(), end);
                 Step::NeedMore
             }
         }
@@ -436,19 +446,21 @@ mod tests {
         let mut dec = Lines::new();
         buf.feed(b"abc").unwrap();
         assert_eq!(dec.decode(&mut buf), Ok(None));
-        assert_eq!(buf.scanned(b'\n'), 3);
+        let stream = buf.stream();
+        assert_eq!(dec.scanned, (stream, 0, 3));
         buf.feed(b"de").unwrap();
         assert_eq!(dec.decode(&mut buf), Ok(None));
-        assert_eq!(buf.scanned(b'\n'), 5);
+        assert_eq!(dec.scanned, (stream, 0, 5));
         buf.feed(b"\nx").unwrap();
         assert_eq!(
             dec.decode(&mut buf).unwrap().as_deref(),
             Some(&b"abcde"[..])
         );
-        assert_eq!(buf.scanned(b'\n'), 0, "the note went with the line");
         assert_eq!(dec.decode(&mut buf), Ok(None));
-        assert_eq!(buf.scanned(b'\n'), 1);
-        // Another delimiter's note is not this one's.
-        assert_eq!(buf.scanned(0), 0);
+        assert_eq!(dec.scanned, (stream, 6, 1), "a new note for the next line");
+        // Bytes consumed behind the decoder's back: the note is stale.
+        buf.advance(1).unwrap();
+        buf.feed(b"y\n").unwrap();
+        assert_eq!(dec.decode(&mut buf).unwrap().as_deref(), Some(&b"y"[..]));
     }
 }

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use crate::codec::length::DEFAULT_MAX_FRAME_LENGTH;
 use crate::decoder::{complete, Decoder, Latch, Step};
 use crate::encoder::{refuse, Encoder, Frame, Part, INLINE_FRAMING};
-use crate::error::{Error, InvalidInput, Limit, Unencodable};
+use crate::error::{Error, InvalidInput, Limit, Unencodable, VarintField};
 use crate::recv_buf::RecvBuf;
 
 /// The most bytes a `u64` varint takes.
@@ -134,16 +134,16 @@ fn parse(
     for (i, &byte) in data.iter().take(MAX_VARINT_LEN).enumerate() {
         if i == MAX_VARINT_LEN - 1 {
             if byte & 0x80 != 0 {
-                return Err((InvalidInput::VarintTooLong, i));
+                return Err((InvalidInput::Varint(VarintField::TooLong), i));
             }
             if byte > 1 {
-                return Err((InvalidInput::VarintOverflow, i));
+                return Err((InvalidInput::Varint(VarintField::Overflow), i));
             }
         }
         value |= u64::from(byte & 0x7f) << (7 * i);
         if byte & 0x80 == 0 {
             if byte == 0 && i > 0 && !allow_non_minimal {
-                return Err((InvalidInput::VarintNotMinimal, i));
+                return Err((InvalidInput::Varint(VarintField::NotMinimal), i));
             }
             return Ok(Some((value, i + 1)));
         }
@@ -156,8 +156,8 @@ impl Decoder for Varint {
 
     /// # Errors
     ///
-    /// [`InvalidInput::VarintTooLong`], [`InvalidInput::VarintOverflow`] and
-    /// [`InvalidInput::VarintNotMinimal`] for bad lengths (the offset points
+    /// [`InvalidInput::Varint(VarintField::TooLong)`], [`InvalidInput::Varint(VarintField::Overflow)`] and
+    /// [`InvalidInput::Varint(VarintField::NotMinimal)`] for bad lengths (the offset points
     /// at the byte that shows it); [`Limit::FrameLength`] and
     /// [`Limit::Buffer`] as for [`LengthPrefixed`](crate::LengthPrefixed).
     #[inline(always)]
@@ -231,17 +231,17 @@ mod tests {
         too_long[10] = 0;
         assert_eq!(
             parse(&too_long, false),
-            Err((InvalidInput::VarintTooLong, 9))
+            Err((InvalidInput::Varint(VarintField::TooLong), 9))
         );
         let mut overflow = [0xff; 10];
         overflow[9] = 0x02;
         assert_eq!(
             parse(&overflow, false),
-            Err((InvalidInput::VarintOverflow, 9))
+            Err((InvalidInput::Varint(VarintField::Overflow), 9))
         );
         assert_eq!(
             parse(&[0x80, 0x00], false),
-            Err((InvalidInput::VarintNotMinimal, 1))
+            Err((InvalidInput::Varint(VarintField::NotMinimal), 1))
         );
         assert_eq!(parse(&[0x80, 0x00], true), Ok(Some((0, 2))));
     }

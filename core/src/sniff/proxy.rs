@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::error::{Error, Field, InvalidInput, Limit};
+use crate::error::{Error, InvalidInput, Limit, ProxyField};
 use crate::sniff::{Reader, Sniff};
 
 /// Default byte budget of [`sniff`]: 4 KiB. A v2 header with every TLV
@@ -151,9 +151,9 @@ impl ProxyHeader {
     }
 }
 
-fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
+fn malformed<T>(field: ProxyField, offset: usize) -> Sniff<T> {
     Sniff::Invalid(Error::InvalidInput {
-        kind: InvalidInput::Malformed(field),
+        kind: InvalidInput::Proxy(field),
         offset: offset as u64,
     })
 }
@@ -293,14 +293,14 @@ impl Sniffer {
             self.scanned = window.len();
             self.wait = window.len() + 1;
             return if window.len() >= V1_MAX {
-                malformed(Field::ProxyV1, 0)
+                malformed(ProxyField::V1, 0)
             } else {
                 Sniff::NeedMore
             };
         };
         // The line ends in CRLF; a bare LF is malformed.
         let Some(end) = end.checked_sub(1).filter(|&cr| window[cr] == b'\r') else {
-            return malformed(Field::ProxyV1, end);
+            return malformed(ProxyField::V1, end);
         };
         self.examined += end as u64;
         match parse_v1(&data[V1_PREFIX.len()..end]) {
@@ -308,7 +308,7 @@ impl Sniffer {
                 facts: header,
                 len: end + 2,
             },
-            None => malformed(Field::ProxyV1, V1_PREFIX.len()),
+            None => malformed(ProxyField::V1, V1_PREFIX.len()),
         }
     }
 
@@ -408,8 +408,8 @@ fn over_budget<T>(max_len: usize) -> Sniff<T> {
 }
 
 /// Parses a whole v2 header; the error names the part and its offset.
-fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (Field, usize)> {
-    let bad_header = (Field::ProxyV2Header, 12);
+fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (ProxyField, usize)> {
+    let bad_header = (ProxyField::V2Header, 12);
     let (version, command) = (header[12] >> 4, header[12] & 0x0f);
     let command = match (version, command) {
         (2, 0) => Command::Local,
@@ -433,7 +433,7 @@ fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (Field, usize)> {
         0 => Transport::Unspecified,
         1 => Transport::Stream,
         2 => Transport::Datagram,
-        _ => return Err((Field::ProxyV2Header, 13)),
+        _ => return Err((ProxyField::V2Header, 13)),
     };
     let family = header[13] >> 4;
     let address_len = match family {
@@ -441,10 +441,10 @@ fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (Field, usize)> {
         1 => 12,
         2 => 36,
         3 => 216,
-        _ => return Err((Field::ProxyV2Header, 13)),
+        _ => return Err((ProxyField::V2Header, 13)),
     };
     let mut body = Reader::new(&header[16..]);
-    let addresses = body.take(address_len).ok_or((Field::ProxyV2Address, 16))?;
+    let addresses = body.take(address_len).ok_or((ProxyField::V2Address, 16))?;
     let addresses = match family {
         0 => Addresses::Unknown,
         1 | 2 => inet(addresses),
@@ -455,21 +455,21 @@ fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (Field, usize)> {
     };
     let mut out = ProxyHeader::new(2, command, transport, addresses);
     let mut crc_at = None;
-    let tlv_error = |r: &Reader<'_>| (Field::ProxyV2Tlv, header.len() - r.rest().len());
+    let tlv_error = |r: &Reader<'_>| (ProxyField::V2Tlv, header.len() - r.rest().len());
     while !body.is_empty() {
         let at = header.len() - body.rest().len();
         let kind = body.u8().ok_or(tlv_error(&body))?;
         let value = body.block16().ok_or(tlv_error(&body))?.rest();
         match kind {
             0x01 => out.alpn = Some(Bytes::copy_from_slice(value)),
-            0x02 => out.authority = Some(text(value).ok_or((Field::ProxyV2Tlv, at))?),
+            0x02 => out.authority = Some(text(value).ok_or((ProxyField::V2Tlv, at))?),
             0x03 if value.len() == 4 => crc_at = Some(at + 3),
-            0x03 => return Err((Field::ProxyV2Tlv, at)),
+            0x03 => return Err((ProxyField::V2Tlv, at)),
             0x04 => {}
             0x05 if value.len() <= 128 => out.unique_id = Some(Bytes::copy_from_slice(value)),
-            0x05 => return Err((Field::ProxyV2Tlv, at)),
-            0x20 => out.ssl = Some(ssl(value).ok_or((Field::ProxyV2Tlv, at))?),
-            0x30 => out.netns = Some(text(value).ok_or((Field::ProxyV2Tlv, at))?),
+            0x05 => return Err((ProxyField::V2Tlv, at)),
+            0x20 => out.ssl = Some(ssl(value).ok_or((ProxyField::V2Tlv, at))?),
+            0x30 => out.netns = Some(text(value).ok_or((ProxyField::V2Tlv, at))?),
             _ => out.other_tlvs.push((kind, Bytes::copy_from_slice(value))),
         }
     }
@@ -481,7 +481,7 @@ fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (Field, usize)> {
         digest.update(&[0; 4]);
         digest.update(&header[at + 4..]);
         if digest.finalize() != expected {
-            return Err((Field::ProxyV2Checksum, at));
+            return Err((ProxyField::V2Checksum, at));
         }
         out.checksum_verified = true;
     }

@@ -17,7 +17,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use crate::error::{Error, Field, InvalidInput, Limit};
+use crate::error::{Error, InvalidInput, Limit, TlsField};
 use crate::sniff::{Reader, Sniff};
 
 /// Default byte budget of [`sniff`]: 16 KiB of handshake plus record
@@ -60,9 +60,9 @@ impl ClientHello {
     }
 }
 
-fn malformed<T>(field: Field, offset: usize) -> Sniff<T> {
+fn malformed<T>(field: TlsField, offset: usize) -> Sniff<T> {
     Sniff::Invalid(Error::InvalidInput {
-        kind: InvalidInput::Malformed(field),
+        kind: InvalidInput::Tls(field),
         offset: offset as u64,
     })
 }
@@ -235,10 +235,10 @@ impl Sniffer {
                     self.examined += 5;
                     let len = usize::from(u16::from_be_bytes([header[3], header[4]]));
                     if header[0] != HANDSHAKE || header[1] != 3 {
-                        return malformed(Field::TlsRecord, at);
+                        return malformed(TlsField::Record, at);
                     }
                     if len == 0 || len > MAX_RECORD {
-                        return malformed(Field::TlsRecord, at + 3);
+                        return malformed(TlsField::Record, at + 3);
                     }
                     len
                 }
@@ -262,7 +262,7 @@ impl Sniffer {
             self.at = end;
             if self.needed.is_none() && self.gathered >= 4 {
                 if self.first[0] != CLIENT_HELLO {
-                    return malformed(Field::TlsHandshake, 5);
+                    return malformed(TlsField::Handshake, 5);
                 }
                 let [_, a, b, c] = self.first;
                 let body = usize::from(a) << 16 | usize::from(b) << 8 | usize::from(c);
@@ -291,11 +291,11 @@ impl Sniffer {
             while r < at {
                 // Each header was checked as its record arrived.
                 let Some(&[_, _, _, hi, lo]) = data.get(r..r + 5) else {
-                    return malformed(Field::TlsRecord, r);
+                    return malformed(TlsField::Record, r);
                 };
                 let end = r + 5 + usize::from(u16::from_be_bytes([hi, lo]));
                 let Some(payload) = data.get(r + 5..end) else {
-                    return malformed(Field::TlsRecord, r);
+                    return malformed(TlsField::Record, r);
                 };
                 joined.extend_from_slice(payload);
                 r = end;
@@ -306,7 +306,7 @@ impl Sniffer {
         if message.len() > needed {
             // Another handshake message shares the last record: not what a
             // client sends first.
-            return malformed(Field::TlsHandshake, at);
+            return malformed(TlsField::Handshake, at);
         }
         self.examined += (needed - 4) as u64;
         match parse_hello(&message[4..needed]) {
@@ -340,9 +340,9 @@ fn over_budget<T>(attempted: usize, max_len: usize) -> Sniff<T> {
 }
 
 /// Parses a ClientHello body; the error names the part that was wrong.
-fn parse_hello(body: &[u8]) -> Result<ClientHello, Field> {
+fn parse_hello(body: &[u8]) -> Result<ClientHello, TlsField> {
     let mut r = Reader::new(body);
-    let hello = Field::TlsClientHello;
+    let hello = TlsField::ClientHello;
     let legacy_version = r.u16().ok_or(hello)?;
     r.take(32).ok_or(hello)?;
     let session = r.block8().ok_or(hello)?;
@@ -361,17 +361,17 @@ fn parse_hello(body: &[u8]) -> Result<ClientHello, Field> {
     if r.is_empty() {
         return Ok(out); // no extensions: an old client
     }
-    let mut extensions = r.block16().ok_or(Field::TlsExtension)?;
+    let mut extensions = r.block16().ok_or(TlsField::Extension)?;
     if !r.is_empty() {
         return Err(hello);
     }
     let mut seen = [0u64; 1024];
     while !extensions.is_empty() {
-        let kind = extensions.u16().ok_or(Field::TlsExtension)?;
-        let mut data = extensions.block16().ok_or(Field::TlsExtension)?;
+        let kind = extensions.u16().ok_or(TlsField::Extension)?;
+        let mut data = extensions.block16().ok_or(TlsField::Extension)?;
         let (word, bit) = (usize::from(kind / 64), kind % 64);
         if seen[word] & (1 << bit) != 0 {
-            return Err(Field::TlsExtension);
+            return Err(TlsField::Extension);
         }
         seen[word] |= 1 << bit;
         match kind {
@@ -392,8 +392,8 @@ fn parse_hello(body: &[u8]) -> Result<ClientHello, Field> {
 /// its bytes and any after it ignored (the RFC 6066 format cannot skip an
 /// entry of unknown type; rustls ignores them, OpenSSL refuses the hello,
 /// and either way no other host name is read from them).
-fn server_name(data: &mut Reader<'_>) -> Result<Option<String>, Field> {
-    let field = Field::TlsServerName;
+fn server_name(data: &mut Reader<'_>) -> Result<Option<String>, TlsField> {
+    let field = TlsField::ServerName;
     let mut list = data.block16().ok_or(field)?;
     if !data.is_empty() || list.is_empty() {
         return Err(field);
@@ -433,8 +433,8 @@ fn is_dns_name(name: &[u8]) -> bool {
             .all(|l| l.iter().all(u8::is_ascii_digit))
 }
 
-fn alpn(data: &mut Reader<'_>) -> Result<Vec<Bytes>, Field> {
-    let field = Field::TlsAlpn;
+fn alpn(data: &mut Reader<'_>) -> Result<Vec<Bytes>, TlsField> {
+    let field = TlsField::Alpn;
     let mut list = data.block16().ok_or(field)?;
     if !data.is_empty() || list.is_empty() {
         return Err(field);
@@ -450,8 +450,8 @@ fn alpn(data: &mut Reader<'_>) -> Result<Vec<Bytes>, Field> {
     Ok(out)
 }
 
-fn versions(data: &mut Reader<'_>) -> Result<Vec<u16>, Field> {
-    let field = Field::TlsSupportedVersions;
+fn versions(data: &mut Reader<'_>) -> Result<Vec<u16>, TlsField> {
+    let field = TlsField::SupportedVersions;
     let mut list = data.block8().ok_or(field)?;
     if !data.is_empty() || list.is_empty() || list.rest().len() % 2 != 0 {
         return Err(field);

@@ -129,7 +129,7 @@ impl WriteQueueConfig {
 
     /// See [`release_when_idle`](Self::release_when_idle).
     #[must_use]
-    pub fn releases_when_idle(&self) -> bool {
+    pub fn get_release_when_idle(&self) -> bool {
         self.release_when_idle
     }
 
@@ -231,49 +231,49 @@ impl WriteQueueConfig {
 
     /// See [`max_items`](Self::max_items).
     #[must_use]
-    pub fn max_items_len(&self) -> usize {
+    pub fn get_max_items(&self) -> usize {
         self.max_items
     }
 
     /// See [`max_bytes`](Self::max_bytes).
     #[must_use]
-    pub fn max_bytes_len(&self) -> usize {
+    pub fn get_max_bytes(&self) -> usize {
         self.max_bytes
     }
 
     /// See [`urgent_max_items`](Self::urgent_max_items).
     #[must_use]
-    pub fn urgent_max_items_len(&self) -> usize {
+    pub fn get_urgent_max_items(&self) -> usize {
         self.urgent_max_items
     }
 
     /// See [`urgent_max_bytes`](Self::urgent_max_bytes).
     #[must_use]
-    pub fn urgent_max_bytes_len(&self) -> usize {
+    pub fn get_urgent_max_bytes(&self) -> usize {
         self.urgent_max_bytes
     }
 
     /// See [`coalesce_below`](Self::coalesce_below).
     #[must_use]
-    pub fn coalesce_below_len(&self) -> usize {
+    pub fn get_coalesce_below(&self) -> usize {
         self.coalesce_below
     }
 
     /// See [`piece_size`](Self::piece_size).
     #[must_use]
-    pub fn piece_size_len(&self) -> usize {
+    pub fn get_piece_size(&self) -> usize {
         self.piece_size
     }
 
     /// See [`max_slices`](Self::max_slices).
     #[must_use]
-    pub fn max_slices_len(&self) -> usize {
+    pub fn get_max_slices(&self) -> usize {
         self.max_slices
     }
 
     /// See [`max_drain_bytes`](Self::max_drain_bytes).
     #[must_use]
-    pub fn max_drain_bytes_len(&self) -> usize {
+    pub fn get_max_drain_bytes(&self) -> usize {
         self.max_drain_bytes
     }
 }

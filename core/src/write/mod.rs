@@ -7,6 +7,8 @@
 
 mod config;
 mod fragment;
+mod marks;
+mod push;
 mod queue;
 
 pub use config::{
@@ -15,4 +17,6 @@ pub use config::{
     DEFAULT_URGENT_MAX_BYTES, DEFAULT_URGENT_MAX_ITEMS, MAX_PIECE_SIZE,
 };
 pub use fragment::{fragments, Fragments};
+pub use marks::{Marks, Waiters};
+pub use push::Push;
 pub use queue::{Lane, Progress, Ticket, WriteQueue};

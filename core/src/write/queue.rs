@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::encoder::{Frame, Part};
-use crate::error::{Error, Limit, Misuse, Rejected};
+use crate::error::{Error, Misuse, Refusal, Rejected};
 use crate::write::config::WriteQueueConfig;
 
 /// The two lanes of a [`WriteQueue`].
@@ -348,15 +348,49 @@ impl WriteQueue {
         self.lane(lane).map_or(0, |q| q.written)
     }
 
+    /// How far the writer got in each lane: every ticket at or below is
+    /// complete.
+    #[must_use]
+    pub fn marks(&self) -> crate::write::Marks {
+        crate::write::Marks {
+            bulk: self.watermark(Lane::Bulk),
+            urgent: self.watermark(Lane::Urgent),
+        }
+    }
+
+    /// Where each lane ends now: the marks a flush of everything pushed so
+    /// far waits for.
+    #[must_use]
+    pub fn end_marks(&self) -> crate::write::Marks {
+        let marks = self.marks();
+        crate::write::Marks {
+            bulk: marks.bulk + self.pending_bytes(Lane::Bulk) as u64,
+            urgent: marks.urgent + self.pending_bytes(Lane::Urgent) as u64,
+        }
+    }
+
+    /// Queues `item` (bytes or a frame) in `lane`; see [`Push`](crate::write::Push).
+    ///
+    /// # Errors
+    ///
+    /// As [`push`](Self::push).
+    #[allow(clippy::result_large_err)] // a frame comes back by value
+    pub fn push_to<I: crate::write::Push>(
+        &mut self,
+        lane: Lane,
+        item: I,
+    ) -> Result<Ticket, Rejected<I, Refusal>> {
+        item.push_into(self, lane)
+    }
+
     /// Queues `bytes` in the bulk lane.
     ///
     /// # Errors
     ///
-    /// The bytes come back in a [`Rejected`] with [`Error::Closed`] after
-    /// [`close`](Self::close), or [`Error::LimitExceeded`] with
-    /// [`Limit::QueueItems`] or [`Limit::QueueBytes`] when the lane is
-    /// full; nothing changes then.
-    pub fn push(&mut self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
+    /// The bytes come back in a [`Rejected`] with [`Refusal::Closed`] after
+    /// [`close`](Self::close), or [`Refusal::Full`] when the lane is at its
+    /// item or byte limit; nothing changes then.
+    pub fn push(&mut self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes, Refusal>> {
         self.push_in(Lane::Bulk, bytes)
     }
 
@@ -368,7 +402,7 @@ impl WriteQueue {
     // A refused frame comes back by value: boxing it would allocate on
     // every refusal, and refusals are how backpressure works.
     #[allow(clippy::result_large_err)]
-    pub fn push_frame(&mut self, frame: Frame) -> Result<Ticket, Rejected<Frame>> {
+    pub fn push_frame(&mut self, frame: Frame) -> Result<Ticket, Rejected<Frame, Refusal>> {
         self.push_frame_in(Lane::Bulk, frame)
     }
 
@@ -378,7 +412,7 @@ impl WriteQueue {
     /// # Errors
     ///
     /// As [`push`](Self::push), against the urgent lane's own limits.
-    pub fn push_urgent(&mut self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
+    pub fn push_urgent(&mut self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes, Refusal>> {
         self.push_in(Lane::Urgent, bytes)
     }
 
@@ -390,7 +424,7 @@ impl WriteQueue {
     // A refused frame comes back by value: boxing it would allocate on
     // every refusal, and refusals are how backpressure works.
     #[allow(clippy::result_large_err)]
-    pub fn push_urgent_frame(&mut self, frame: Frame) -> Result<Ticket, Rejected<Frame>> {
+    pub fn push_urgent_frame(&mut self, frame: Frame) -> Result<Ticket, Rejected<Frame, Refusal>> {
         self.push_frame_in(Lane::Urgent, frame)
     }
 
@@ -573,32 +607,24 @@ impl WriteQueue {
         }
     }
 
-    fn admit(&self, lane: Lane, len: usize) -> Result<(), Error> {
+    fn admit(&self, lane: Lane, len: usize) -> Result<(), Refusal> {
         if self.closed {
-            return Err(Error::Closed);
+            return Err(Refusal::Closed);
         }
         let (max_items, max_bytes) = self.limits(lane);
-        let (pushed, items, pending) = self
+        let (items, pending) = self
             .lane(lane)
-            .map_or((0, 0, 0), |q| (q.pushed, q.ends.len(), q.pending));
-        let full = |limit, max: usize, attempted: usize| Error::LimitExceeded {
-            limit,
-            max: max as u64,
-            attempted: attempted as u64,
-            offset: pushed,
-        };
-        if items >= max_items {
-            return Err(full(Limit::QueueItems, max_items, items + 1));
-        }
-        let bytes = pending.saturating_add(len);
-        if pending > 0 && bytes > max_bytes {
-            return Err(full(Limit::QueueBytes, max_bytes, bytes));
+            .map_or((0, 0), |q| (q.ends.len(), q.pending));
+        // A push larger than the byte limit still goes into an empty lane:
+        // a frame is never refused for ever.
+        if items >= max_items || (pending > 0 && pending.saturating_add(len) > max_bytes) {
+            return Err(Refusal::Full(lane));
         }
         Ok(())
     }
 
     #[inline]
-    fn push_in(&mut self, lane: Lane, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
+    fn push_in(&mut self, lane: Lane, bytes: Bytes) -> Result<Ticket, Rejected<Bytes, Refusal>> {
         if let Err(e) = self.admit(lane, bytes.len()) {
             return Err(Rejected::new(e, bytes));
         }
@@ -612,7 +638,11 @@ impl WriteQueue {
     // A refused frame comes back by value: boxing it would allocate on
     // every refusal, and refusals are how backpressure works.
     #[allow(clippy::result_large_err)]
-    fn push_frame_in(&mut self, lane: Lane, frame: Frame) -> Result<Ticket, Rejected<Frame>> {
+    fn push_frame_in(
+        &mut self,
+        lane: Lane,
+        frame: Frame,
+    ) -> Result<Ticket, Rejected<Frame, Refusal>> {
         if let Err(e) = self.admit(lane, frame.len()) {
             return Err(Rejected::new(e, frame));
         }

@@ -9,7 +9,7 @@
 
 use std::io::IoSlice;
 
-use cleave_proto::{Bytes, Error, Frame, Lane, Limit, Ticket, WriteQueue, WriteQueueConfig};
+use cleave_proto::{Bytes, Frame, Lane, Refusal, Ticket, WriteQueue, WriteQueueConfig};
 
 #[derive(Clone, Debug)]
 pub enum Op {
@@ -153,7 +153,7 @@ impl Harness {
                         frame,
                         "a refused frame comes back whole"
                     );
-                    rejected.error().clone()
+                    *rejected.error()
                 })
             }
             None => {
@@ -168,7 +168,7 @@ impl Harness {
                         bytes,
                         "refused bytes come back whole"
                     );
-                    rejected.error().clone()
+                    *rejected.error()
                 })
             }
         };
@@ -190,19 +190,18 @@ impl Harness {
                 );
                 let (max_items, max_bytes) = self.limits(lane);
                 match e {
-                    Error::Closed => assert!(self.queue.is_closed()),
-                    Error::LimitExceeded {
-                        limit: Limit::QueueItems,
-                        ..
-                    } => {
-                        assert_eq!(self.queue.pending_items(lane), max_items)
-                    }
-                    Error::LimitExceeded {
-                        limit: Limit::QueueBytes,
-                        ..
-                    } => {
+                    Refusal::Closed => assert!(self.queue.is_closed()),
+                    Refusal::Full(full) => {
+                        assert_eq!(full, lane, "refused for another lane");
+                        assert!(!self.queue.is_closed(), "full, yet closed");
+                        // At the item limit, or over the byte limit with
+                        // something pending (an empty lane takes anything).
+                        let items = self.queue.pending_items(lane);
                         let pending = self.queue.pending_bytes(lane);
-                        assert!(pending > 0 && pending + r.len() > max_bytes);
+                        assert!(
+                            items == max_items || (pending > 0 && pending + r.len() > max_bytes),
+                            "refused with {items} pushes and {pending} bytes pending"
+                        );
                     }
                     other => panic!("unexpected refusal {other:?}"),
                 }
@@ -212,10 +211,10 @@ impl Harness {
 
     fn limits(&self, lane: Lane) -> (usize, usize) {
         match lane {
-            Lane::Bulk => (self.config.max_items_len(), self.config.max_bytes_len()),
+            Lane::Bulk => (self.config.get_max_items(), self.config.get_max_bytes()),
             Lane::Urgent => (
-                self.config.urgent_max_items_len(),
-                self.config.urgent_max_bytes_len(),
+                self.config.get_urgent_max_items(),
+                self.config.get_urgent_max_bytes(),
             ),
         }
     }
@@ -238,7 +237,7 @@ impl Harness {
     /// Drains into `room` slices (through `chunks`, `io_slices` or
     /// `chunks_owned`, in turn) and checks what was handed out.
     fn drain(&mut self, room: usize) -> Vec<u8> {
-        let (max_slices, piece) = (self.config.max_slices_len(), self.config.piece_size_len());
+        let (max_slices, piece) = (self.config.get_max_slices(), self.config.get_piece_size());
         let mut presented = Vec::new();
         self.writes += 1;
         if self.writes % 3 == 2 {
@@ -267,7 +266,7 @@ impl Harness {
                 presented.extend_from_slice(slice);
             }
         }
-        assert!(presented.len() <= self.config.max_drain_bytes_len());
+        assert!(presented.len() <= self.config.get_max_drain_bytes());
         // Between pushes, urgent data goes first.
         let at_boundary = parse(&self.out).1.is_none();
         if at_boundary && self.queue.pending_bytes(Lane::Urgent) > 0 && presented.len() >= 2 {

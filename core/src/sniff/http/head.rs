@@ -52,7 +52,7 @@ impl RequestHead {
     ///
     /// The sniffer refuses a head whose Host is repeated, is not a
     /// `host[:port]`, or is not the authority its target names
-    /// ([`Field::HttpHost`](crate::Field::HttpHost)), so this is the host a server will take this
+    /// ([`HttpField::Host`](crate::HttpField::Host)), so this is the host a server will take this
     /// request to be for.
     ///
     /// It is this one request's: the sniffer reads the first head of a

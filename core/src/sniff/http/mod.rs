@@ -5,9 +5,8 @@ use core::mem::MaybeUninit;
 
 use bytes::Bytes;
 
-use crate::decoder::{Cut, Decoder, Latch, Step};
-use crate::error::{Error, Field, InvalidInput, Limit};
-use crate::recv_buf::RecvBuf;
+use crate::error::{Error, HttpField, InvalidInput, Limit};
+
 use crate::sniff::Sniff;
 
 mod head;
@@ -35,7 +34,7 @@ pub const MAX_HEADERS: usize = 128;
 /// protocol that happens to start with letters, such as `SSH-2.0-...` or
 /// `PROXY ...`, or a malformed request); `Invalid` with
 /// [`Limit::SniffBudget`] when the head is longer than `max_len` or has
-/// more headers than `max_headers`, and with [`Field::HttpHost`] when the
+/// more headers than `max_headers`, and with [`HttpField::Host`] when the
 /// Host is sent twice, is not a `host[:port]`, or differs from the
 /// authority of an absolute-form or CONNECT target (routing on it could
 /// send the request to one backend while the target names another).
@@ -299,7 +298,7 @@ impl Sniffer {
             Ok(httparse::Status::Complete(len)) => match head_of(&request, &head[..len]) {
                 Ok(facts) => Sniff::Match { facts, len },
                 Err(at) => Sniff::Invalid(Error::InvalidInput {
-                    kind: InvalidInput::Malformed(Field::HttpHost),
+                    kind: InvalidInput::Http(HttpField::Host),
                     offset: at as u64,
                 }),
             },
@@ -315,6 +314,22 @@ impl Sniffer {
     }
 }
 
+/// Checks head limits as [`RouterConfig::http_limits`](crate::route::RouterConfig::http_limits)
+/// and [`Heads::new`](crate::codec::heads::Heads::new) take them.
+pub(crate) fn check_limits(max_head: usize, max_headers: usize) -> Result<(), Error> {
+    if max_head == 0 {
+        return Err(Error::invalid_config("max_head", 0, "at least 1"));
+    }
+    if max_headers == 0 || max_headers > MAX_HEADERS {
+        return Err(Error::invalid_config(
+            "max_headers",
+            max_headers as u64,
+            "1 to MAX_HEADERS (128)",
+        ));
+    }
+    Ok(())
+}
+
 fn over_budget<T>(max: usize, attempted: u64) -> Sniff<T> {
     Sniff::Invalid(Error::LimitExceeded {
         limit: Limit::SniffBudget,
@@ -324,92 +339,7 @@ fn over_budget<T>(max: usize, attempted: u64) -> Sniff<T> {
     })
 }
 
-/// A decoder of request heads, for a [`Session`](crate::Session) that
-/// takes an HTTP request's head as a frame, then switches to raw bytes on
-/// an upgrade ([`is_upgrade_head`]).
-///
-/// Each item is one whole head, `\r\n\r\n` included, as a `Bytes` view of
-/// the buffer. Bodies are not framed: use it for a protocol switch, not for
-/// requests with bodies.
-#[derive(Clone, Debug)]
-pub struct Heads {
-    max_head: usize,
-    max_headers: usize,
-    /// The sniffer of the head being read, and the stream offset where that
-    /// head starts: a head trickled in pieces is looked at once.
-    sniffer: Sniffer,
-    start: u64,
-    latch: Latch,
-}
-
-impl Default for Heads {
-    fn default() -> Self {
-        Self::new(DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS)
-    }
-}
-
-impl Heads {
-    /// A decoder with limits on bytes and headers per head.
-    #[must_use]
-    pub fn new(max_head: usize, max_headers: usize) -> Self {
-        Self {
-            max_head,
-            max_headers,
-            sniffer: Sniffer::new(),
-            start: 0,
-            latch: Latch::default(),
-        }
-    }
-
-    fn step(&mut self, buf: &RecvBuf) -> Step {
-        if buf.offset() != self.start {
-            // A new head (or another buffer): start over.
-            self.sniffer = Sniffer::new();
-            self.start = buf.offset();
-        }
-        match self
-            .sniffer
-            .sniff(buf.peek(), self.max_head, self.max_headers)
-        {
-            &Sniff::Match { len, .. } => Step::Frame(Cut {
-                skip: 0,
-                len,
-                trail: 0,
-            }),
-            Sniff::NeedMore => Step::NeedMore,
-            Sniff::NoMatch => self.latch.failed(Error::InvalidInput {
-                kind: InvalidInput::Malformed(Field::HttpHead),
-                offset: buf.offset(),
-            }),
-            Sniff::Invalid(e) => {
-                let e = e.clone().shifted(buf.offset());
-                self.latch.failed(e)
-            }
-        }
-    }
-}
-
-impl Decoder for Heads {
-    type Item = Bytes;
-
-    /// # Errors
-    ///
-    /// [`Field::HttpHead`] when the bytes are not a request head, and
-    /// [`Limit::SniffBudget`] past the limits; final.
-    fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
-        self.latch.check()?;
-        let step = self.step(buf);
-        self.latch.answer(step, buf)
-    }
-
-    fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
-        self.latch.check()?;
-        let step = self.step(buf);
-        self.latch.answer_eof(step, buf)
-    }
-}
-
-/// Whether a head cut by [`Heads`] asks to switch protocols.
+/// Whether a head cut by [`Heads`](crate::codec::heads::Heads) asks to switch protocols.
 pub fn is_upgrade_head(head: &Bytes) -> bool {
     matches!(sniff(head, head.len().max(1), MAX_HEADERS), Sniff::Match { facts, .. } if facts.is_upgrade())
 }

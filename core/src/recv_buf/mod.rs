@@ -5,158 +5,55 @@ use core::fmt;
 
 use crate::error::{Error, Limit, Misuse, Rejected};
 
-/// Default [`RecvBufConfig::max_buffered`]: 8 MiB + 16 KiB, bytes.
-///
-/// One frame at the codecs' default maximum (8 MiB, tokio-util's precedent)
-/// plus its header and the start of what follows it.
-pub const DEFAULT_MAX_BUFFERED: usize = 8 * 1024 * 1024 + 16 * 1024;
+mod config;
 
-/// Default [`RecvBufConfig::read_reserve`]: 8 KiB, bytes.
-///
-/// The size of `std::io::BufReader`'s buffer and of tokio-util `FramedRead`'s
-/// first read; large enough that a read syscall carries a useful batch, small
-/// enough that ten thousand connections reading at once cost 80 MiB.
-pub const DEFAULT_READ_RESERVE: usize = 8 * 1024;
-
-/// Default [`RecvBufConfig::idle_capacity`]: 8 KiB, bytes.
-///
-/// Equal to the read reserve, so a connection whose reads end on frame
-/// boundaries reuses one block for ever instead of allocating on every read,
-/// while the large block a big frame needed is given back as soon as the
-/// buffer is empty.
-pub const DEFAULT_IDLE_CAPACITY: usize = DEFAULT_READ_RESERVE;
-
-/// Limits and memory policy of a [`RecvBuf`].
-///
-/// A plain value with chainable setters; the setters that can be given an
-/// out-of-range value return a `Result`.
-///
-/// ```
-/// use cleave_proto::RecvBufConfig;
-///
-/// let config = RecvBufConfig::default()
-///     .max_buffered(64 * 1024)?
-///     .read_reserve(4 * 1024)?
-///     .idle_capacity(0);
-/// assert_eq!(config.max_buffered_len(), 64 * 1024);
-/// # Ok::<(), cleave_proto::Error>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecvBufConfig {
-    max_buffered: usize,
-    read_reserve: usize,
-    idle_capacity: usize,
-    copy_frames_up_to: usize,
-    release_when_idle: bool,
+/// A buffer's place in its stream: the offset of its first byte and which
+/// stream it is. See [`RecvBuf::position`] and [`RecvBuf::from_buffer_at`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Position {
+    offset: u64,
+    stream: u32,
 }
 
-impl Default for RecvBufConfig {
-    fn default() -> Self {
+impl Position {
+    /// The start of a new stream.
+    #[must_use]
+    pub fn start() -> Self {
         Self {
-            max_buffered: DEFAULT_MAX_BUFFERED,
-            read_reserve: DEFAULT_READ_RESERVE,
-            idle_capacity: DEFAULT_IDLE_CAPACITY,
-            copy_frames_up_to: 0,
-            release_when_idle: true,
+            offset: 0,
+            stream: next_stream(),
         }
+    }
+
+    /// Bytes consumed before the buffer's first byte.
+    #[must_use]
+    pub fn offset(&self) -> u64 {
+        self.offset
     }
 }
 
-impl RecvBufConfig {
-    /// The most bytes the buffer may hold, unconsumed, at any time.
-    ///
-    /// # Errors
-    ///
-    /// [`Misuse::InvalidConfig`] if `max` is zero.
-    pub fn max_buffered(mut self, max: usize) -> Result<Self, Error> {
-        if max == 0 {
-            return Err(Error::invalid_config("max_buffered", 0, "at least 1"));
-        }
-        self.max_buffered = max;
-        Ok(self)
-    }
-
-    /// The most bytes one [`RecvBuf::spare_mut`] hands out for a read, and so
-    /// the most the buffer grows by ahead of the bytes that have arrived.
-    ///
-    /// # Errors
-    ///
-    /// [`Misuse::InvalidConfig`] if `reserve` is zero.
-    pub fn read_reserve(mut self, reserve: usize) -> Result<Self, Error> {
-        if reserve == 0 {
-            return Err(Error::invalid_config("read_reserve", 0, "at least 1"));
-        }
-        self.read_reserve = reserve;
-        Ok(self)
-    }
-
-    /// Capacity the buffer may keep while it is empty; above it, the
-    /// allocation is given back the moment the buffer empties. `0` releases
-    /// every time, at the price of one allocation per read.
-    #[must_use]
-    pub fn idle_capacity(mut self, capacity: usize) -> Self {
-        self.idle_capacity = capacity;
-        self
-    }
-
-    /// Frames of at most this many bytes are copied out instead of split off.
-    ///
-    /// A split frame shares (and so keeps alive) the block it was read into; a
-    /// consumer that keeps a few small frames for a long time can pin many
-    /// blocks that way. Copying costs one allocation per frame. Off (`0`) by
-    /// default: measured in `benches/retention.rs` and explained in the
-    /// README, splitting is faster and pins at most one read block per kept
-    /// frame, which only matters for consumers that keep frames for long.
-    #[must_use]
-    pub fn copy_frames_up_to(mut self, len: usize) -> Self {
-        self.copy_frames_up_to = len;
-        self
-    }
-
-    /// Whether [`RecvBuf::release_idle`] gives memory back (what the
-    /// adapters call when a read finds nothing). On by default: an idle
-    /// connection then holds no read block, where it held 8 KiB and more;
-    /// the price is one allocation (and zeroing a read reserve) when the
-    /// next burst arrives, about 100-160 ns a burst in `--bench read`
-    /// (the README's table). Turn it off for a few busy connections whose
-    /// every microsecond counts.
-    #[must_use]
-    pub fn release_when_idle(mut self, release: bool) -> Self {
-        self.release_when_idle = release;
-        self
-    }
-
-    /// See [`release_when_idle`](Self::release_when_idle).
-    #[must_use]
-    pub fn releases_when_idle(&self) -> bool {
-        self.release_when_idle
-    }
-
-    /// See [`max_buffered`](Self::max_buffered).
-    #[inline]
-    #[must_use]
-    pub fn max_buffered_len(&self) -> usize {
-        self.max_buffered
-    }
-
-    /// See [`read_reserve`](Self::read_reserve).
-    #[must_use]
-    pub fn read_reserve_len(&self) -> usize {
-        self.read_reserve
-    }
-
-    /// See [`idle_capacity`](Self::idle_capacity).
-    #[must_use]
-    pub fn idle_capacity_len(&self) -> usize {
-        self.idle_capacity
-    }
-
-    /// See [`copy_frames_up_to`](Self::copy_frames_up_to).
-    #[must_use]
-    pub fn copy_frames_up_to_len(&self) -> usize {
-        self.copy_frames_up_to
-    }
+/// A number for a new stream. Decoders key the notes they keep between
+/// calls (how far a line was searched) by it and the offset, so a decoder
+/// given another stream's buffer starts over instead of trusting a note
+/// about other bytes. It wraps after 2^32 streams; two live streams share
+/// a number only then, and only at the same offset would a note mislead.
+#[cfg(target_has_atomic = "32")]
+fn next_stream() -> u32 {
+    use core::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
+
+/// Without 32-bit atomics every stream has the same number: decoders key
+/// their notes by offset alone (use one decoder per stream).
+#[cfg(not(target_has_atomic = "32"))]
+fn next_stream() -> u32 {
+    0
+}
+
+pub use config::{
+    RecvBufConfig, DEFAULT_IDLE_CAPACITY, DEFAULT_MAX_BUFFERED, DEFAULT_READ_RESERVE,
+};
 
 /// The owned receive state of one connection: bytes that arrived and were not
 /// consumed yet.
@@ -222,11 +119,8 @@ pub struct RecvBuf {
     spare: usize,
     /// Stream offset of `buf[0]`: bytes consumed so far.
     offset: u64,
-    /// A decoder's note that the first `scan.2` buffered bytes hold no byte
-    /// `scan.1`, valid while the offset is still `scan.0`. It lives with the
-    /// bytes it describes, so a decoder moved to another buffer cannot
-    /// misread it.
-    scan: (u64, u8, usize),
+    /// Which stream this is, for the notes decoders keep between calls.
+    stream: u32,
     config: RecvBufConfig,
 }
 
@@ -263,7 +157,7 @@ impl RecvBuf {
             block: 0,
             spare: 0,
             offset: 0,
-            scan: (0, 0, 0),
+            stream: next_stream(),
             config,
         }
     }
@@ -328,6 +222,45 @@ impl RecvBuf {
             buf: buffer,
             ..Self::with_config(config)
         })
+    }
+
+    /// As [`from_buffer`](Self::from_buffer), for a buffer lent to the
+    /// core one call at a time and given back (a `tokio_util` codec's
+    /// `BytesMut`): `position` is what [`position`](Self::position) said
+    /// when the buffer was last given back. Offsets in errors then count
+    /// from the stream's start, and decoders that remember how far they
+    /// searched the front of the stream resume there instead of searching
+    /// it again.
+    ///
+    /// # Errors
+    ///
+    /// As [`from_buffer`](Self::from_buffer).
+    pub fn from_buffer_at(
+        buffer: BytesMut,
+        position: Position,
+        config: RecvBufConfig,
+    ) -> Result<Self, Rejected<BytesMut>> {
+        let mut buf = Self::from_buffer(buffer, config)?;
+        buf.offset = position.offset;
+        buf.stream = position.stream;
+        Ok(buf)
+    }
+
+    /// Where the buffer stands in its stream: what
+    /// [`from_buffer_at`](Self::from_buffer_at) takes to go on from here.
+    #[must_use]
+    pub fn position(&self) -> Position {
+        Position {
+            offset: self.offset,
+            stream: self.stream,
+        }
+    }
+
+    /// Which stream the buffer holds: buffers made apart hold different
+    /// streams, as far as decoders' notes are concerned.
+    #[inline]
+    pub(crate) fn stream(&self) -> u32 {
+        self.stream
     }
 
     /// The buffered bytes as a `BytesMut`, with the memory behind them, no
@@ -545,6 +478,7 @@ impl RecvBuf {
     /// Takes everything buffered as one `Bytes`, without copying: the
     /// hand-off when the protocol switches to raw bytes. The buffer is left
     /// empty and usable.
+    #[must_use = "the tail is the unread bytes: dropping it loses them"]
     pub fn take_tail(&mut self) -> Bytes {
         let n = self.filled;
         self.filled = 0;
@@ -656,21 +590,6 @@ impl RecvBuf {
             self.buf = fresh;
         }
         self.block = self.buf.capacity();
-    }
-
-    /// How many leading bytes a decoder noted to hold no `byte`.
-    #[inline]
-    pub(crate) fn scanned(&self, byte: u8) -> usize {
-        match self.scan {
-            (at, b, len) if at == self.offset && b == byte => len.min(self.filled),
-            _ => 0,
-        }
-    }
-
-    /// Notes that the first `len` buffered bytes hold no `byte`.
-    #[inline]
-    pub(crate) fn set_scanned(&mut self, byte: u8, len: usize) {
-        self.scan = (self.offset, byte, len);
     }
 }
 

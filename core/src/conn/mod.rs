@@ -1,0 +1,847 @@
+//! [`Conn`]: one connection in both directions — the receive buffer, the
+//! write queue, the lifecycle and the timers — driven by a [`Protocol`].
+//!
+//! ```text
+//!   adapter                          core: Conn<P: Protocol>  (RecvBuf + WriteQueue + lifecycle)
+//!   ───────                          ─────────────────────────────────────────────────────────
+//!   read into conn.spare_mut() ───>  handle_read(n, now) / handle_eof(now)   (or read_with)
+//!   timer fired ──────────────────>  handle_timeout(now)
+//!                                    poll_event()     -> the protocol's next event, or None
+//!   writev(conn.poll_transmit()) ─>  handle_written(n, now)                  (or write_with)
+//!   shutdown / reset the socket <──  poll_shutdown()  -> handle_shutdown()
+//!                                    poll_timeout()   -> when to call handle_timeout
+//!                                    wants_read() / wants_write() / is_finished()
+//! ```
+
+mod protocol;
+mod timeouts;
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use bytes::Bytes;
+
+use crate::error::{Error, Refusal, Rejected, Timeout};
+use crate::recv_buf::RecvBuf;
+use crate::write::{Lane, Progress, Push, Ticket, WriteQueue};
+
+pub use protocol::{Close, Phase, Protocol, Wire};
+use timeouts::{nanos, Nanos, NEVER};
+pub use timeouts::{ConnConfig, Timeouts};
+
+/// What the adapter must do to the socket, from [`Conn::poll_shutdown`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Shutdown {
+    /// Shut the write half down (a FIN): everything queued is out.
+    Write,
+    /// Make the socket's close a reset (for TCP, `SO_LINGER` 0) and close
+    /// it: what was queued was dropped.
+    Reset,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadSide {
+    Open,
+    /// The peer ended its side.
+    Ended,
+    /// Reading failed (an I/O error the adapter reported).
+    Failed,
+    /// Nothing more is read: the protocol failed, a timeout ran out, or
+    /// the connection was reset.
+    Stopped,
+    /// Reading failed or stopped, and the protocol has made what the
+    /// buffered bytes made (`poll_event` said `Ok(None)`): no event comes
+    /// any more.
+    Over,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WriteSide {
+    Open,
+    /// Closed: what is queued goes out, then the write half is shut.
+    Closing,
+    Shut,
+    /// A reset was asked for and not done yet.
+    Resetting,
+    Reset,
+    /// Writing failed: the queue was aborted.
+    Failed,
+}
+
+/// The connection's clock readings, on the driver's clock, in nanoseconds
+/// (32 bytes, not 64, in every connection).
+#[derive(Clone, Copy, Debug)]
+struct Clock {
+    /// The latest `now` a handler was given.
+    now: Nanos,
+    /// When the connection (or its current protocol) started.
+    started: Nanos,
+    /// When the last byte went either way.
+    active: Nanos,
+    /// Since when an incomplete frame has been waiting (`NEVER`: none is).
+    partial_since: Nanos,
+}
+
+/// One connection in both directions: a [`RecvBuf`], a [`WriteQueue`], the
+/// lifecycle of both sides, the [`Timeouts`], and the [`Protocol`] that
+/// makes events of the bytes. It does no I/O and reads no clock.
+///
+/// # How to drive it
+///
+/// Methods come in three kinds, quinn-proto style, and the driver calls
+/// them in this order, again and again:
+///
+/// 1. **Handlers** take what happened, with the time `now` on any clock
+///    the driver likes (only differences matter; the start is given to
+///    [`new`](Self::new), so the deadlines are known before the first byte):
+///    bytes read into [`spare_mut`](Self::spare_mut) then
+///    [`handle_read`](Self::handle_read) (or [`read_with`](Self::read_with),
+///    which does both and always commits), [`handle_eof`](Self::handle_eof),
+///    [`handle_written`](Self::handle_written) (or
+///    [`write_with`](Self::write_with)), [`handle_shutdown`](Self::handle_shutdown),
+///    [`handle_timeout`](Self::handle_timeout), and the I/O failures
+///    [`handle_read_error`](Self::handle_read_error) and
+///    [`handle_write_error`](Self::handle_write_error).
+/// 2. **Polls** give what to do: [`poll_event`](Self::poll_event) until
+///    `Ok(None)` (the application's events; the protocol's own replies are
+///    queued meanwhile), [`poll_transmit`](Self::poll_transmit) (the next
+///    slices to write), [`poll_shutdown`](Self::poll_shutdown) (a FIN or a
+///    reset is due) and [`poll_timeout`](Self::poll_timeout) (when to call
+///    `handle_timeout`).
+/// 3. **Questions** say what to wait for: [`wants_read`](Self::wants_read),
+///    [`wants_write`](Self::wants_write), and
+///    [`is_finished`](Self::is_finished) (drop it).
+///
+/// The application writes with [`push`](Self::push) (bulk lane) and ends
+/// its side with [`close`](Self::close) or [`reset`](Self::reset).
+///
+/// # Lifecycle
+///
+/// ```text
+///   read:  open ── handle_eof ──> ended ── protocol's last event ──> done
+///            ├── handle_read_error ──> failed
+///            └── protocol error / timeout ──> stopped
+///   write: open ── close() ──> closing ── queue flushed: Shutdown::Write ──> shut
+///            ├── reset() / timeout with Close::Reset ──> resetting ── Shutdown::Reset ──> reset
+///            └── handle_write_error ──> failed (queue aborted)
+/// ```
+///
+/// Errors are final: after a protocol error or a timeout,
+/// [`poll_event`](Self::poll_event) returns the same error on every call,
+/// and the bytes the protocol did not consume stay in the buffer
+/// ([`recv_buf`](Self::recv_buf)).
+///
+/// ```
+/// use cleave_proto::conn::{Conn, Framed};
+/// use cleave_proto::{Bytes, Lines};
+/// use core::time::Duration;
+///
+/// let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+/// conn.feed(b"ping\nhel", Duration::from_millis(1))?;
+/// assert_eq!(conn.poll_event()?, Some(Bytes::from("ping")));
+/// assert_eq!(conn.poll_event()?, None); // need more
+/// conn.push(Bytes::from_static(b"pong\n")).unwrap();
+/// let mut out = Vec::new();
+/// while let Some(chunk) = conn.poll_transmit_chunk() {
+///     out.extend_from_slice(&chunk);
+///     conn.handle_written(chunk.len(), Duration::from_millis(2))?;
+/// }
+/// assert_eq!(out, b"pong\n");
+/// conn.handle_eof(Duration::from_millis(3));
+/// assert!(matches!(conn.poll_event(), Err(cleave_proto::Error::Truncated { .. })));
+/// # Ok::<(), cleave_proto::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Conn<P> {
+    recv: RecvBuf,
+    send: WriteQueue,
+    protocol: P,
+    /// The final error (a protocol's, or a timeout), boxed: rare, and an
+    /// idle connection keeps 8 bytes for it.
+    error: Option<Box<Error>>,
+    timeouts: Timeouts,
+    clock: Clock,
+    read: ReadSide,
+    write: WriteSide,
+    paused: bool,
+}
+
+impl<P: Protocol> Conn<P> {
+    /// `protocol` over a default buffer and queue, no timeouts, started at
+    /// `now`.
+    pub fn new(protocol: P, now: Duration) -> Self {
+        Self::with_config(protocol, ConnConfig::default(), now)
+    }
+
+    /// `protocol` with the given buffer, queue and timeouts, started at
+    /// `now`.
+    pub fn with_config(protocol: P, config: ConnConfig, now: Duration) -> Self {
+        Self::from_parts(
+            protocol,
+            RecvBuf::with_config(*config.get_recv_buf()),
+            WriteQueue::with_config(*config.get_write_queue()),
+            *config.get_timeouts(),
+            now,
+        )
+    }
+
+    /// `protocol` over an existing buffer (bytes read before, by another
+    /// protocol or another connection) and queue, started at `now`.
+    pub fn from_parts(
+        mut protocol: P,
+        recv: RecvBuf,
+        send: WriteQueue,
+        timeouts: Timeouts,
+        now: Duration,
+    ) -> Self {
+        protocol.start(now);
+        let now = nanos(now);
+        Self {
+            recv,
+            send,
+            protocol,
+            error: None,
+            timeouts,
+            clock: Clock {
+                now,
+                started: now,
+                active: now,
+                partial_since: NEVER,
+            },
+            read: ReadSide::Open,
+            write: WriteSide::Open,
+            paused: false,
+        }
+    }
+
+    // ----- handlers: the read side -----
+
+    /// The buffer's spare room, to read into; then call
+    /// [`handle_read`](Self::handle_read) with what arrived (0 included).
+    ///
+    /// # Errors
+    ///
+    /// As [`RecvBuf::spare_mut`]: the buffer is full ([`wants_read`](Self::wants_read)
+    /// is false then).
+    pub fn spare_mut(&mut self) -> Result<&mut [u8], Error> {
+        self.recv.spare_mut()
+    }
+
+    /// `n` bytes were read into [`spare_mut`](Self::spare_mut); 0 is the end
+    /// of the stream, as with `std::io::Read`.
+    ///
+    /// # Errors
+    ///
+    /// As [`RecvBuf::commit`]: more bytes than the spare room (the reader
+    /// misbehaved); reading fails then.
+    pub fn handle_read(&mut self, n: usize, now: Duration) -> Result<(), Error> {
+        self.tick(now);
+        if let Err(e) = self.recv.commit(n) {
+            self.read = ReadSide::Failed;
+            return Err(e);
+        }
+        if n == 0 {
+            self.eof();
+        } else {
+            self.clock.active = self.clock.now;
+        }
+        Ok(())
+    }
+
+    /// Appends bytes the peer sent, for a driver that owns its read buffer
+    /// (a test, a user-space stack).
+    ///
+    /// # Errors
+    ///
+    /// As [`RecvBuf::feed`]: nothing is appended when they do not fit.
+    pub fn feed(&mut self, data: &[u8], now: Duration) -> Result<(), Error> {
+        self.tick(now);
+        self.recv.feed(data)?;
+        if !data.is_empty() {
+            self.clock.active = self.clock.now;
+        }
+        Ok(())
+    }
+
+    /// Reads once with `read` straight into the spare room and always
+    /// commits (0 when `read` fails), then handles what came: `Ok(0)` is
+    /// the end of the stream. Returns what `read` said.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")]
+    /// # fn main() -> std::io::Result<()> {
+    /// use cleave_proto::conn::{Conn, Framed};
+    /// use cleave_proto::Lines;
+    /// use core::time::Duration;
+    ///
+    /// let mut socket: &[u8] = b"one\ntwo\n";
+    /// let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+    /// while conn.wants_read() {
+    ///     // `std::io::Error` takes the core's errors (feature `std`).
+    ///     conn.read_with(Duration::ZERO, |spare| std::io::Read::read(&mut socket, spare))?;
+    /// }
+    /// assert_eq!(conn.poll_event()?.as_deref(), Some(&b"one"[..]));
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "std"))]
+    /// # fn main() {}
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// What `read` returned (the adapter decides whether it is final:
+    /// then it calls [`handle_read_error`](Self::handle_read_error)), or
+    /// the core's error turned into `E`: a full buffer, or a reader that
+    /// claimed more than the spare room (reading fails then).
+    pub fn read_with<E: From<Error>>(
+        &mut self,
+        now: Duration,
+        read: impl FnOnce(&mut [u8]) -> Result<usize, E>,
+    ) -> Result<usize, E> {
+        let spare = self.recv.spare_mut()?;
+        match read(spare) {
+            Ok(n) => {
+                self.handle_read(n, now)?;
+                Ok(n)
+            }
+            Err(e) => {
+                self.tick(now);
+                self.recv.commit(0)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// The peer ended its side: no more bytes will come.
+    pub fn handle_eof(&mut self, now: Duration) {
+        self.tick(now);
+        self.eof();
+    }
+
+    fn eof(&mut self) {
+        if self.read == ReadSide::Open {
+            self.read = ReadSide::Ended;
+        }
+    }
+
+    /// Reading failed (a reset, say): nothing more is read. Complete events
+    /// still buffered can be polled.
+    pub fn handle_read_error(&mut self, now: Duration) {
+        self.tick(now);
+        if matches!(self.read, ReadSide::Open | ReadSide::Ended) {
+            self.read = ReadSide::Failed;
+        }
+    }
+
+    // ----- handlers: the write side -----
+
+    /// The writer took `n` bytes of what [`poll_transmit`](Self::poll_transmit)
+    /// handed out.
+    ///
+    /// # Errors
+    ///
+    /// [`Misuse::AdvanceTooFar`](crate::Misuse::AdvanceTooFar) when `n` is
+    /// more than was handed out: writing fails then.
+    pub fn handle_written(&mut self, n: usize, now: Duration) -> Result<Progress, Error> {
+        self.tick(now);
+        match self.send.advance(n) {
+            Ok(progress) => {
+                if n > 0 {
+                    self.clock.active = self.clock.now;
+                }
+                Ok(progress)
+            }
+            Err(e) => {
+                self.handle_write_error(now);
+                Err(e)
+            }
+        }
+    }
+
+    /// Writing failed: what is queued is dropped (its tickets never
+    /// complete) and nothing more goes out.
+    pub fn handle_write_error(&mut self, now: Duration) {
+        self.tick(now);
+        self.send.abort();
+        if !matches!(self.write, WriteSide::Reset) {
+            self.write = WriteSide::Failed;
+        }
+    }
+
+    /// The adapter did what [`poll_shutdown`](Self::poll_shutdown) asked.
+    pub fn handle_shutdown(&mut self) {
+        self.write = match self.write {
+            WriteSide::Closing => WriteSide::Shut,
+            WriteSide::Resetting => WriteSide::Reset,
+            other => other,
+        };
+    }
+
+    // ----- handlers: time -----
+
+    /// Time passed: ends the connection if one of its [`Timeouts`] ran out
+    /// (then [`poll_event`](Self::poll_event) gives
+    /// [`Error::TimedOut`]), and lets the protocol decide by the clock (a
+    /// router's inspect delay) at the next `poll_event`.
+    pub fn handle_timeout(&mut self, now: Duration) {
+        self.tick(now);
+        if self.error.is_some() || self.is_finished() {
+            return;
+        }
+        if let Some((at, which)) = self.conn_deadline() {
+            if self.clock.now >= at {
+                self.time_out(which);
+            }
+        }
+    }
+
+    fn time_out(&mut self, which: Timeout) {
+        let mut close_asked = false;
+        let close = {
+            let mut wire = Wire {
+                recv: &mut self.recv,
+                send: &mut self.send,
+                eof: self.read == ReadSide::Ended,
+                now: Duration::from_nanos(self.clock.now),
+                close: &mut close_asked,
+            };
+            self.protocol.on_timeout(&mut wire, which)
+        };
+        self.fail(Error::TimedOut(which));
+        match close {
+            Close::Clean => self.close(),
+            Close::Reset => self.reset(),
+        }
+    }
+
+    fn tick(&mut self, now: Duration) {
+        self.clock.now = self.clock.now.max(nanos(now));
+    }
+
+    // ----- polls -----
+
+    /// The protocol's next event, or `Ok(None)` when it needs more bytes,
+    /// the end of the stream or time. Call it after every handler until it
+    /// returns `Ok(None)`. No event comes after the protocol's last one.
+    ///
+    /// # Errors
+    ///
+    /// The protocol's error, or [`Error::TimedOut`]: final, returned again
+    /// on every later call; reading stops.
+    pub fn poll_event(&mut self) -> Result<Option<P::Event>, Error> {
+        if let Some(e) = &self.error {
+            return Err((**e).clone());
+        }
+        if self.protocol.phase() == Phase::Done || self.read == ReadSide::Over {
+            return Ok(None);
+        }
+        let mut close_asked = false;
+        let polled = {
+            let mut wire = Wire {
+                recv: &mut self.recv,
+                send: &mut self.send,
+                eof: self.read == ReadSide::Ended,
+                now: Duration::from_nanos(self.clock.now),
+                close: &mut close_asked,
+            };
+            self.protocol.poll_event(&mut wire)
+        };
+        if close_asked {
+            self.close();
+        }
+        match polled {
+            Ok(Some(event)) => {
+                self.clock.partial_since = NEVER;
+                Ok(Some(event))
+            }
+            Ok(None) => {
+                if matches!(self.read, ReadSide::Failed | ReadSide::Stopped) {
+                    self.read = ReadSide::Over;
+                }
+                let framing = matches!(self.protocol.phase(), Phase::Opening | Phase::Framing);
+                if !framing || self.recv.is_empty() {
+                    self.clock.partial_since = NEVER;
+                } else if self.clock.partial_since == NEVER {
+                    self.clock.partial_since = self.clock.now;
+                }
+                Ok(None)
+            }
+            Err(e) => {
+                self.fail(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    fn fail(&mut self, e: Error) {
+        self.error = Some(Box::new(e));
+        if matches!(self.read, ReadSide::Open | ReadSide::Ended) {
+            self.read = ReadSide::Stopped;
+        }
+    }
+
+    /// The next slices to write, in `out`; returns how many it filled (0:
+    /// nothing to write). Write them with one vectored write, then call
+    /// [`handle_written`](Self::handle_written) with what the writer took.
+    #[cfg(feature = "std")]
+    pub fn poll_transmit<'a>(&'a mut self, out: &mut [std::io::IoSlice<'a>]) -> usize {
+        if !self.writing() {
+            return 0;
+        }
+        self.send.io_slices(out)
+    }
+
+    /// As [`poll_transmit`](Self::poll_transmit), as plain slices (no
+    /// `std`).
+    pub fn poll_transmit_slices<'a>(&'a mut self, out: &mut [&'a [u8]]) -> usize {
+        if !self.writing() {
+            return 0;
+        }
+        self.send.chunks(out)
+    }
+
+    /// The next bytes to write as one owned chunk (a view of the queue's
+    /// bytes, not a copy), for a driver that writes one buffer at a time
+    /// (a test, an io_uring submission); `None` when nothing is queued.
+    pub fn poll_transmit_chunk(&mut self) -> Option<Bytes> {
+        if !self.writing() {
+            return None;
+        }
+        let mut chunks = Vec::with_capacity(1);
+        self.send.chunks_owned(&mut chunks, 1);
+        chunks.pop()
+    }
+
+    /// Writes once with `write` (the next slices; never called with none)
+    /// and always advances the queue by what it took. Returns what `write`
+    /// said; `Ok(0)` without calling it when nothing is queued.
+    ///
+    /// # Errors
+    ///
+    /// What `write` returned (the adapter decides whether it is final:
+    /// then it calls [`handle_write_error`](Self::handle_write_error)), or
+    /// the core's error turned into `E` for a writer that claimed more than
+    /// it was given (writing fails then).
+    #[cfg(feature = "std")]
+    pub fn write_with<E: From<Error>>(
+        &mut self,
+        now: Duration,
+        write: impl FnOnce(&[std::io::IoSlice<'_>]) -> Result<usize, E>,
+    ) -> Result<usize, E> {
+        let written = {
+            let mut slices = [std::io::IoSlice::new(&[]); SLICES];
+            let n = self.poll_transmit(&mut slices);
+            if n == 0 {
+                return Ok(0);
+            }
+            write(&slices[..n])
+        };
+        match written {
+            Ok(n) => {
+                self.handle_written(n, now)?;
+                Ok(n)
+            }
+            Err(e) => {
+                self.tick(now);
+                Err(e)
+            }
+        }
+    }
+
+    fn writing(&self) -> bool {
+        matches!(self.write, WriteSide::Open | WriteSide::Closing)
+    }
+
+    /// What to do to the socket now: shut its write half (everything
+    /// queued is out after [`close`](Self::close)), or reset it. Call
+    /// [`handle_shutdown`](Self::handle_shutdown) once done.
+    #[must_use]
+    pub fn poll_shutdown(&self) -> Option<Shutdown> {
+        match self.write {
+            WriteSide::Closing if self.send.is_flushed() => Some(Shutdown::Write),
+            WriteSide::Resetting => Some(Shutdown::Reset),
+            _ => None,
+        }
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) even if
+    /// nothing happens, on the driver's clock: the earliest of the
+    /// connection's running timeouts and the protocol's own deadline.
+    /// `None` once it ended.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        if self.error.is_some() || self.is_finished() {
+            return None;
+        }
+        let conn = self.conn_deadline().map(|(at, _)| Duration::from_nanos(at));
+        let protocol = match self.read {
+            ReadSide::Open | ReadSide::Ended => self.protocol.poll_timeout(),
+            ReadSide::Failed | ReadSide::Stopped | ReadSide::Over => None,
+        };
+        match (conn, protocol) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The earliest of the connection's running timeouts.
+    fn conn_deadline(&self) -> Option<(Nanos, Timeout)> {
+        let [idle, opening, frame, tunnel_idle] = self.timeouts.spans();
+        let c = &self.clock;
+        // A timer that is not running, or a timeout that is off, or a
+        // deadline past the clock's range: no deadline.
+        let after = |from: Nanos, span: Nanos| {
+            (from != NEVER && span != NEVER)
+                .then(|| from.checked_add(span))
+                .flatten()
+                .filter(|&at| at != NEVER)
+        };
+        let mut best: Option<(Nanos, Timeout)> = None;
+        let mut consider = |at: Option<Nanos>, which| {
+            if let Some(at) = at {
+                if best.is_none_or(|(b, _)| at < b) {
+                    best = Some((at, which));
+                }
+            }
+        };
+        let phase = self.protocol.phase();
+        match phase {
+            Phase::Opening | Phase::Framing => {
+                if phase == Phase::Opening {
+                    consider(after(c.started, opening), Timeout::Opening);
+                }
+                consider(after(c.partial_since, frame), Timeout::Frame);
+                consider(after(c.active, idle), Timeout::Idle);
+            }
+            Phase::Tunnel => consider(after(c.active, tunnel_idle), Timeout::TunnelIdle),
+            // Only the write side is left: a peer that stops reading.
+            Phase::Done => consider(after(c.active, idle), Timeout::Idle),
+        }
+        best
+    }
+
+    // ----- the application's writes -----
+
+    /// Queues `item` (bytes or a frame) in the bulk lane.
+    ///
+    /// # Errors
+    ///
+    /// It comes back when the lane is full (write, then push again) or the
+    /// queue is closed.
+    #[allow(clippy::result_large_err)] // a frame comes back by value
+    pub fn push<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        item.push_into(&mut self.send, Lane::Bulk)
+    }
+
+    /// Queues `item` in the urgent lane: ahead of queued bulk data, between
+    /// frames.
+    ///
+    /// # Errors
+    ///
+    /// As [`push`](Self::push), against the urgent lane's limits.
+    #[allow(clippy::result_large_err)] // a frame comes back by value
+    pub fn push_urgent<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        item.push_into(&mut self.send, Lane::Urgent)
+    }
+
+    /// Ends the write side cleanly: the queue takes nothing more, what it
+    /// holds goes out, then [`poll_shutdown`](Self::poll_shutdown) asks for
+    /// [`Shutdown::Write`].
+    pub fn close(&mut self) {
+        self.send.close();
+        if self.write == WriteSide::Open {
+            self.write = WriteSide::Closing;
+        }
+    }
+
+    /// Ends the connection with a reset: what is queued is dropped, nothing
+    /// more is read and no event comes (what is buffered stays in
+    /// [`recv_buf`](Self::recv_buf)), and [`poll_shutdown`](Self::poll_shutdown) asks for
+    /// [`Shutdown::Reset`]. Use it when the peer must not take the end for
+    /// a clean one (the other side of a tunnel failed).
+    pub fn reset(&mut self) {
+        self.send.abort();
+        if !matches!(self.write, WriteSide::Reset) {
+            self.write = WriteSide::Resetting;
+        }
+        // Nothing more comes out either: the buffered bytes are dropped
+        // with the connection.
+        self.read = ReadSide::Over;
+    }
+
+    /// Stops (or resumes) reading, for flow control: while paused,
+    /// [`wants_read`](Self::wants_read) is false.
+    pub fn pause_reading(&mut self, paused: bool) {
+        self.paused = paused;
+    }
+
+    // ----- questions -----
+
+    /// Whether to read from the socket now: the read side is open, not
+    /// paused, the protocol takes bytes and the buffer has room.
+    #[must_use]
+    pub fn wants_read(&self) -> bool {
+        self.read == ReadSide::Open
+            && !self.paused
+            && self.error.is_none()
+            && self.protocol.phase() != Phase::Done
+            && !self.recv.is_full()
+    }
+
+    /// Whether to write (or shut down, or reset) now.
+    #[must_use]
+    pub fn wants_write(&self) -> bool {
+        (self.writing() && !self.send.is_flushed()) || self.poll_shutdown().is_some()
+    }
+
+    /// Whether the connection is over: no event will come (the protocol
+    /// made its last, failed, timed out, or reading failed), and nothing
+    /// is left to write (all written and shut down if it was closed, or
+    /// reset, or writing failed). Drop it.
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.is_read_done() && self.is_write_done()
+    }
+
+    /// Whether no event will come any more.
+    #[must_use]
+    pub fn is_read_done(&self) -> bool {
+        self.error.is_some() || self.read == ReadSide::Over || self.protocol.phase() == Phase::Done
+    }
+
+    /// Whether nothing is left to write.
+    #[must_use]
+    pub fn is_write_done(&self) -> bool {
+        match self.write {
+            WriteSide::Open => self.send.is_flushed(),
+            WriteSide::Closing | WriteSide::Resetting => false,
+            WriteSide::Shut | WriteSide::Reset | WriteSide::Failed => true,
+        }
+    }
+
+    /// Whether the peer ended its side (or reading stopped).
+    #[must_use]
+    pub fn is_read_closed(&self) -> bool {
+        self.read != ReadSide::Open
+    }
+
+    /// The final error, if the connection failed or timed out.
+    #[must_use]
+    pub fn error(&self) -> Option<&Error> {
+        self.error.as_deref()
+    }
+
+    /// The latest time a handler was given.
+    #[must_use]
+    pub fn now(&self) -> Duration {
+        Duration::from_nanos(self.clock.now)
+    }
+
+    // ----- parts -----
+
+    /// The receive buffer: the bytes not consumed yet.
+    #[must_use]
+    pub fn recv_buf(&self) -> &RecvBuf {
+        &self.recv
+    }
+
+    /// The write queue.
+    #[must_use]
+    pub fn queue(&self) -> &WriteQueue {
+        &self.send
+    }
+
+    /// The write queue, to push, close or inspect it.
+    pub fn queue_mut(&mut self) -> &mut WriteQueue {
+        &mut self.send
+    }
+
+    /// The protocol.
+    #[must_use]
+    pub fn protocol(&self) -> &P {
+        &self.protocol
+    }
+
+    /// The protocol, to reconfigure it between events.
+    pub fn protocol_mut(&mut self) -> &mut P {
+        &mut self.protocol
+    }
+
+    /// The timeouts.
+    #[must_use]
+    pub fn timeouts(&self) -> &Timeouts {
+        &self.timeouts
+    }
+
+    /// Changes the timeouts (a proxy gives a tunnel its own); running
+    /// timers keep their start.
+    pub fn set_timeouts(&mut self, timeouts: Timeouts) {
+        self.timeouts = timeouts;
+    }
+
+    /// Gives back what an idle connection does not need: an empty receive
+    /// buffer's block, a flushed queue's run buffer (as their configs say,
+    /// [`RecvBuf::release_idle`], [`WriteQueue::release_idle`]). Adapters
+    /// call it when a read finds the socket empty.
+    pub fn release_idle(&mut self) {
+        self.recv.release_idle();
+        if self.send.is_flushed() {
+            self.send.release_idle();
+        }
+    }
+
+    /// Hands the connection to another protocol, with the same buffer
+    /// (unread bytes in place: nothing copied, nothing lost), queue,
+    /// lifecycle and timeouts; `next` gets the old protocol and makes the
+    /// new one, which starts now. For an HTTP Upgrade, a CONNECT, a marker
+    /// line before raw bytes.
+    ///
+    /// ```
+    /// use cleave_proto::conn::{Conn, Framed, Raw};
+    /// use cleave_proto::{Bytes, Lines};
+    /// use core::time::Duration;
+    ///
+    /// let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+    /// conn.feed(b"TUNNEL\nraw\x00bytes", Duration::ZERO)?;
+    /// assert_eq!(conn.poll_event()?.as_deref(), Some(&b"TUNNEL"[..]));
+    /// let mut raw = conn.switch(|_lines| Raw::new());
+    /// assert_eq!(raw.poll_event()?, Some(Bytes::from_static(b"raw\x00bytes")));
+    /// # Ok::<(), cleave_proto::Error>(())
+    /// ```
+    #[must_use = "the connection, with its unread bytes, is in the result"]
+    pub fn switch<Q: Protocol>(self, next: impl FnOnce(P) -> Q) -> Conn<Q> {
+        let mut protocol = next(self.protocol);
+        protocol.start(Duration::from_nanos(self.clock.now));
+        Conn {
+            recv: self.recv,
+            send: self.send,
+            protocol,
+            error: self.error,
+            timeouts: self.timeouts,
+            clock: Clock {
+                started: self.clock.now,
+                partial_since: NEVER,
+                ..self.clock
+            },
+            read: self.read,
+            write: self.write,
+            paused: self.paused,
+        }
+    }
+
+    /// The protocol, the buffer (with the bytes not consumed:
+    /// [`RecvBuf::take_tail`] hands them over as one `Bytes`, for a raw
+    /// tunnel) and the queue (with what was not written).
+    #[must_use = "the buffer holds the unread bytes: hand them on"]
+    pub fn into_parts(self) -> (P, RecvBuf, WriteQueue) {
+        (self.protocol, self.recv, self.send)
+    }
+}
+
+/// How many slices one write hands the OS.
+#[cfg(feature = "std")]
+pub const SLICES: usize = 64;
+
+mod framed;
+pub use framed::{Framed, Raw};

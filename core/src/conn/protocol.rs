@@ -1,0 +1,165 @@
+//! [`Protocol`]: the logic a [`Conn`](crate::conn::Conn) drives, and
+//! [`Wire`], what a protocol sees of its connection.
+
+use core::time::Duration;
+
+use crate::error::{Error, Refusal, Rejected, Timeout};
+use crate::recv_buf::RecvBuf;
+use crate::write::{Lane, Push, Ticket, WriteQueue};
+
+/// Where a protocol is in its life, for the connection's timeouts and its
+/// read side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Before its first decision: a PROXY header, sniffing and routing,
+    /// the first frame. [`Timeouts::opening`](crate::conn::Timeouts::opening)
+    /// runs.
+    Opening,
+    /// Cutting frames (or heads). [`Timeouts::frame`](crate::conn::Timeouts::frame)
+    /// runs while a frame is incomplete.
+    Framing,
+    /// Passing raw bytes. [`Timeouts::tunnel_idle`](crate::conn::Timeouts::tunnel_idle)
+    /// replaces the idle timeout.
+    Tunnel,
+    /// It made its last event: the connection reads nothing more.
+    Done,
+}
+
+/// How a connection ends its write side when a timeout runs out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Close {
+    /// What is queued goes out, then the write half is shut down (a FIN).
+    Clean,
+    /// What is queued is dropped and the connection is reset (a RST): the
+    /// peer must not take the end for a clean one.
+    Reset,
+}
+
+/// What a [`Protocol`] sees of its connection while it makes an event: the
+/// receive buffer, the write queue's urgent lane, whether the peer ended
+/// its side, and the time.
+#[derive(Debug)]
+pub struct Wire<'a> {
+    pub(crate) recv: &'a mut RecvBuf,
+    pub(crate) send: &'a mut WriteQueue,
+    pub(crate) eof: bool,
+    pub(crate) now: Duration,
+    pub(crate) close: &'a mut bool,
+}
+
+impl<'a> Wire<'a> {
+    /// A wire over a buffer and a queue, for a protocol driven without a
+    /// [`Conn`](crate::conn::Conn) (a test, a protocol inside another).
+    #[must_use]
+    pub fn new(
+        recv: &'a mut RecvBuf,
+        send: &'a mut WriteQueue,
+        eof: bool,
+        now: Duration,
+        close: &'a mut bool,
+    ) -> Self {
+        Self {
+            recv,
+            send,
+            eof,
+            now,
+            close,
+        }
+    }
+
+    /// The received bytes not consumed yet.
+    pub fn recv(&mut self) -> &mut RecvBuf {
+        self.recv
+    }
+
+    /// Whether the peer ended its side: no more bytes will come.
+    #[must_use]
+    pub fn is_eof(&self) -> bool {
+        self.eof
+    }
+
+    /// The time of the latest handler call, on the driver's clock.
+    #[must_use]
+    pub fn now(&self) -> Duration {
+        self.now
+    }
+
+    /// Queues a reply of the protocol's own (a pong, a close, an interim
+    /// response) on the urgent lane: it goes out before queued bulk data,
+    /// but never inside a frame.
+    ///
+    /// # Errors
+    ///
+    /// The reply comes back when the urgent lane is full or the queue is
+    /// closed.
+    #[allow(clippy::result_large_err)] // a frame comes back by value
+    pub fn reply<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        item.push_into(self.send, Lane::Urgent)
+    }
+
+    /// Asks the connection to shut its write side once what is queued is
+    /// out (a close handshake that is complete).
+    pub fn close_write(&mut self) {
+        *self.close = true;
+    }
+}
+
+/// The logic of one connection: lines, a routing
+/// [`Session`](crate::Session), HTTP/1.1, WebSocket.
+///
+/// A protocol reads from the receive buffer it is given in a [`Wire`] and
+/// turns bytes into events; it may queue replies of its own on the urgent
+/// lane ([`Wire::reply`]). It owns no buffer and does no I/O: a
+/// [`Conn`](crate::conn::Conn) holds the buffer, the queue, the lifecycle
+/// and the timers, and an adapter moves the bytes.
+///
+/// The contracts of a [`Decoder`](crate::Decoder) hold for a protocol too:
+/// chunking invariance, nothing lost, bounded memory, final errors.
+pub trait Protocol {
+    /// What comes out.
+    type Event;
+
+    /// The next event the bytes so far make, or `Ok(None)` when more bytes
+    /// (or the end of the stream, or time) are needed.
+    ///
+    /// At the end of the stream ([`Wire::is_eof`]) a protocol gives what is
+    /// still complete, then its last event (or error) and moves to
+    /// [`Phase::Done`].
+    ///
+    /// # Errors
+    ///
+    /// A typed error; final: the connection gives it again from then on.
+    fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<Self::Event>, Error>;
+
+    /// Where the protocol is.
+    fn phase(&self) -> Phase;
+
+    /// The connection started (or the protocol took it over, after a
+    /// switch) at `now`: a protocol with its own clock (a router's inspect
+    /// delay) starts it here, so the deadline is known before the first
+    /// byte arrives.
+    fn start(&mut self, now: Duration) {
+        let _ = now;
+    }
+
+    /// When the protocol wants [`poll_event`](Self::poll_event) called
+    /// even if no byte arrives (a router's inspect delay), on the driver's
+    /// clock.
+    fn poll_timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// One of the connection's [`Timeouts`](crate::conn::Timeouts) ran out:
+    /// the protocol may queue a last reply (an HTTP 408, a WebSocket close)
+    /// and says how the write side ends. By default a reset when the peer
+    /// left an incomplete frame in the buffer (it must not take the end for
+    /// an answer), a clean close otherwise.
+    fn on_timeout(&mut self, wire: &mut Wire<'_>, timeout: Timeout) -> Close {
+        let _ = timeout;
+        if wire.recv().is_empty() {
+            Close::Clean
+        } else {
+            Close::Reset
+        }
+    }
+}

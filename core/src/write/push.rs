@@ -1,0 +1,80 @@
+//! [`Push`]: what a [`WriteQueue`] takes, so that drivers and handles are
+//! written once for bytes and frames alike.
+
+use bytes::Bytes;
+
+use crate::encoder::Frame;
+use crate::error::{Refusal, Rejected};
+use crate::write::queue::{Lane, Ticket, WriteQueue};
+
+/// Something a [`WriteQueue`] takes: plain [`Bytes`] or an encoded
+/// [`Frame`] (whose parts are kept together).
+///
+/// An adapter's `send` is written once over `I: Push`: push, and when the
+/// queue refuses with [`Refusal::Full`], take the value back, write, and
+/// push again.
+///
+/// ```
+/// use cleave_proto::write::{Lane, Push};
+/// use cleave_proto::{Bytes, Frame, WriteQueue};
+///
+/// fn queue_all<I: Push>(queue: &mut WriteQueue, items: Vec<I>) -> usize {
+///     items.into_iter().filter(|_| true).map(|item| item.push_into(queue, Lane::Bulk)).filter(Result::is_ok).count()
+/// }
+/// let mut queue = WriteQueue::new();
+/// assert_eq!(queue_all(&mut queue, vec![Bytes::from_static(b"a")]), 1);
+/// assert_eq!(queue_all(&mut queue, vec![Frame::with_framing(b"[", "b".into(), b"]")]), 1);
+/// assert_eq!(queue.len(), 4);
+/// ```
+pub trait Push: Sized {
+    /// Queues `self` in `lane`.
+    ///
+    /// # Errors
+    ///
+    /// `self` comes back with the reason when the lane is full or the
+    /// queue closed; nothing changes then.
+    fn push_into(
+        self,
+        queue: &mut WriteQueue,
+        lane: Lane,
+    ) -> Result<Ticket, Rejected<Self, Refusal>>;
+
+    /// The bytes it puts on the wire.
+    fn wire_len(&self) -> usize;
+}
+
+impl Push for Bytes {
+    #[inline]
+    fn push_into(
+        self,
+        queue: &mut WriteQueue,
+        lane: Lane,
+    ) -> Result<Ticket, Rejected<Self, Refusal>> {
+        match lane {
+            Lane::Bulk => queue.push(self),
+            Lane::Urgent => queue.push_urgent(self),
+        }
+    }
+
+    fn wire_len(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Push for Frame {
+    #[inline]
+    fn push_into(
+        self,
+        queue: &mut WriteQueue,
+        lane: Lane,
+    ) -> Result<Ticket, Rejected<Self, Refusal>> {
+        match lane {
+            Lane::Bulk => queue.push_frame(self),
+            Lane::Urgent => queue.push_urgent_frame(self),
+        }
+    }
+
+    fn wire_len(&self) -> usize {
+        self.len()
+    }
+}
