@@ -1,7 +1,8 @@
 //! Content routing over real TCP with tokio: an accept loop gives each
-//! connection a `SessionReader` over `Session::tunnel` (PROXY header
-//! optional); on `Routed` it connects to the chosen backend, on
-//! `Tunnel(tail)` it splices client and backend with `cleave_tokio::tunnel`.
+//! connection a `SessionReader` (a `Connection` over `Session::tunnel`,
+//! PROXY header optional); on `Routed` it connects to the chosen backend,
+//! on `Tunnel(tail)` it splices client and backend with
+//! `cleave_tokio::tunnel`.
 //!
 //! ```text
 //! cargo run --example content_routing
@@ -172,7 +173,7 @@ async fn proxy(
             Event::Tunnel(tail) => {
                 // The bytes read so far (all but a PROXY header) go first,
                 // then the two sockets are spliced until both sides finish.
-                let (mut client, _session) = events.into_parts();
+                let (mut client, _conn) = events.into_parts();
                 let mut backend = backend.ok_or("tunnel before routing")?;
                 tunnel(&mut client, &mut backend, tail).await?;
                 return Ok(());

@@ -1,6 +1,8 @@
 //! The demo: a content-routing TCP proxy built from cleave's `Session` and
-//! `Router` and cleave-tokio's `SessionReader` and `tunnel`, driven by a
-//! few hundred concurrent clients, with a table of what happened.
+//! `Router` and cleave-tokio's `SessionReader` (a `Connection` over the
+//! session, with the connection's timeouts) and `tunnel_with` (with the
+//! tunnel idle timeout), driven by a few hundred concurrent clients, with
+//! a table of what happened.
 //!
 //! ```text
 //! cargo run --release --example demo                       # built-in run
@@ -8,7 +10,8 @@
 //! cargo run --release --example demo -- --listen 127.0.0.1:8443 \
 //!     --route 'sni:*.example.com=127.0.0.1:9001' \
 //!     --route host:example.com=127.0.0.1:9002 \
-//!     --route 'prefix:LINE =127.0.0.1:9003' --fallback 127.0.0.1:9004
+//!     --route 'prefix:LINE =127.0.0.1:9003' --fallback 127.0.0.1:9004 \
+//!     --frame-timeout 2s --idle-timeout 60s --tunnel-idle-timeout 300s
 //! ```
 //!
 //! The built-in run starts, in one process on 127.0.0.1 ephemeral ports,
@@ -26,6 +29,14 @@
 //!
 //! Each client checks that its answer came from the backend it should have
 //! reached, and measures its connection's latency (connect to last byte).
+//!
+//! Timeouts (each can be set or turned off with a flag, see `--help`):
+//! no opening timeout (a silent client goes to the fallback when the
+//! router's 5 s inspect delay runs out), 2 s for a head or frame the client
+//! started (less than the inspect delay: a head trickled byte by byte is
+//! cut before the fallback takes it), 60 s idle before the tunnel, 300 s
+//! idle in the tunnel. A client a timeout ends is shut down cleanly, or
+//! reset if it left half a frame.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -35,8 +46,10 @@ use std::time::{Duration, Instant};
 
 use cleave_proto::route::{Facts, HostPattern, Match, Router};
 use cleave_proto::sniff::{http, Sniff};
-use cleave_proto::{Bytes, Encoder, Event, Lines, Session, SessionConfig};
-use cleave_tokio::{tunnel, FrameReader, SessionReader, Writer};
+use cleave_proto::{
+    Bytes, ConnConfig, Encoder, Event, Heads, Lines, Session, SessionConfig, Timeouts,
+};
+use cleave_tokio::{tunnel_with, FrameReader, SessionReader, TunnelConfig};
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -58,7 +71,29 @@ ROUTES (first match wins, in the order given):
     --route prefix:TEXT=ADDR     connections that start with TEXT
     --fallback ADDR              everything else (without it: closed)
 
+TIMEOUTS (a duration: 300ms, 5s, 2m; or off), in both modes:
+    --opening-timeout D          until the connection is routed (default off:
+                                 a silent client goes to the fallback when
+                                 the router's 5 s inspect delay runs out)
+    --frame-timeout D            for a head or frame the client started
+                                 (default 2s: below the inspect delay, so
+                                 a head trickled byte by byte is cut
+                                 before the fallback takes it)
+    --idle-timeout D             no byte either way, before the tunnel
+                                 (default 60s)
+    --tunnel-idle-timeout D      no byte either way in the tunnel
+                                 (default 300s)
+
     --help                       this text";
+
+/// The timeouts when no flag says otherwise (see `USAGE`).
+fn default_timeouts() -> Timeouts {
+    Timeouts::default()
+        .opening(None)
+        .frame(Some(Duration::from_secs(2)))
+        .idle(Some(Duration::from_secs(60)))
+        .tunnel_idle(Some(Duration::from_secs(300)))
+}
 
 /// Routes of the built-in run, which are also the client kinds.
 const ROUTES: [&str; 4] = ["tls", "web", "lines", "echo"];
@@ -112,6 +147,8 @@ struct Proxy {
     backends: Vec<Backend>,
     /// Connections that failed before they were routed.
     unrouted: Counters,
+    /// Each client connection's buffer, queue and timeouts.
+    config: ConnConfig,
     active: AtomicUsize,
     /// Print one line per connection (the `--listen` mode).
     log: bool,
@@ -166,9 +203,11 @@ impl Proxy {
     async fn serve(&self, client: TcpStream, trace: &mut Trace) -> Result<(u64, u64), BoxError> {
         client.set_nodelay(true)?;
         let session = Session::tunnel(self.router.clone(), SessionConfig::default());
-        let mut events = SessionReader::new(client, session);
+        let mut events = SessionReader::with_config(client, session, self.config);
         let mut backend = None;
         while let Some(event) = events.next().await {
+            // A timeout ends the stream with `Error::TimedOut`: the client
+            // was shut down (or reset) and is dropped on return.
             match event? {
                 Event::Routed(decision) => {
                     trace.route = Some(decision.target);
@@ -181,10 +220,13 @@ impl Proxy {
                 }
                 Event::Tunnel(tail) => {
                     // What was read while sniffing goes first, then the two
-                    // sockets are spliced until both directions are done.
-                    let (mut client, _) = events.into_parts();
+                    // sockets are spliced until both directions are done, or
+                    // neither says anything for the tunnel idle timeout.
+                    let (mut client, conn) = events.into_parts();
                     let mut backend = backend.ok_or("tunnel before routing")?;
-                    return Ok(tunnel(&mut client, &mut backend, tail).await?);
+                    let idle = conn.timeouts().get_tunnel_idle();
+                    let config = TunnelConfig::default().idle(idle);
+                    return Ok(tunnel_with(&mut client, &mut backend, tail, config).await?);
                 }
                 _ => {}
             }
@@ -232,12 +274,44 @@ enum Command {
     Help,
     Demo {
         connections: usize,
+        timeouts: Timeouts,
     },
     Listen {
         listen: String,
         routes: Vec<RouteArg>,
         fallback: Option<String>,
+        timeouts: Timeouts,
     },
+}
+
+/// A timeout flag's value: `off`, or a number with `ms`, `s` or `m`.
+fn parse_timeout(flag: &str, value: &str) -> Result<Option<Duration>, String> {
+    if value == "off" {
+        return Ok(None);
+    }
+    let bad = || format!("{flag} wants a duration such as 300ms, 5s, 2m or off, not {value:?}");
+    let (number, unit) = value
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((value, ""), |at| value.split_at(at));
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    match unit {
+        "ms" => Ok(Some(Duration::from_millis(n))),
+        "s" => Ok(Some(Duration::from_secs(n))),
+        "m" => Ok(Some(Duration::from_secs(n.saturating_mul(60)))),
+        _ => Err(bad()),
+    }
+}
+
+/// The timeouts, as a line.
+fn describe_timeouts(t: &Timeouts) -> String {
+    let show = |d: Option<Duration>| d.map_or("off".to_owned(), |d| format!("{d:?}"));
+    format!(
+        "timeouts: opening {}, frame {}, idle {}, tunnel idle {}",
+        show(t.get_opening()),
+        show(t.get_frame()),
+        show(t.get_idle()),
+        show(t.get_tunnel_idle())
+    )
 }
 
 fn parse_route(spec: &str) -> Result<RouteArg, String> {
@@ -270,6 +344,7 @@ fn parse_route(spec: &str) -> Result<RouteArg, String> {
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String> {
     let (mut listen, mut fallback, mut connections) = (None, None, None);
     let mut routes = Vec::new();
+    let mut timeouts = default_timeouts();
     while let Some(arg) = args.next() {
         // `--flag value` or `--flag=value`.
         let (flag, mut inline) = match arg.split_once('=') {
@@ -296,6 +371,12 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
                     .map_err(|_| format!("--connections wants a number, not {n:?}"))?;
                 connections = Some(n.max(1));
             }
+            "--opening-timeout" => timeouts = timeouts.opening(parse_timeout(&flag, &value()?)?),
+            "--frame-timeout" => timeouts = timeouts.frame(parse_timeout(&flag, &value()?)?),
+            "--idle-timeout" => timeouts = timeouts.idle(parse_timeout(&flag, &value()?)?),
+            "--tunnel-idle-timeout" => {
+                timeouts = timeouts.tunnel_idle(parse_timeout(&flag, &value()?)?);
+            }
             _ => return Err(format!("unknown argument {flag:?} (see --help)")),
         }
     }
@@ -304,12 +385,14 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
             listen,
             routes,
             fallback,
+            timeouts,
         }),
         None if !routes.is_empty() || fallback.is_some() => {
             Err("--route and --fallback need --listen (see --help)".into())
         }
         None => Ok(Command::Demo {
             connections: connections.unwrap_or(200),
+            timeouts,
         }),
     }
 }
@@ -332,6 +415,7 @@ async fn listen_mode(
     listen: String,
     routes: Vec<RouteArg>,
     fallback: Option<String>,
+    timeouts: Timeouts,
 ) -> Result<(), BoxError> {
     let fallback_addr = match &fallback {
         Some(addr) => Some(resolve(addr).await?),
@@ -349,12 +433,14 @@ async fn listen_mode(
         Some(addr) => println!("fallback {:<25} => {addr}", ""),
         None => println!("no fallback: connections no route matches are closed"),
     }
+    println!("{}", describe_timeouts(&timeouts));
     let listener = TcpListener::bind(&listen).await?;
     println!("proxy listening on {}", listener.local_addr()?);
     let proxy = Arc::new(Proxy {
         router,
         backends,
         unrouted: Counters::default(),
+        config: ConnConfig::default().timeouts(timeouts),
         active: AtomicUsize::new(0),
         log: true,
     });
@@ -405,9 +491,8 @@ async fn tls_counter(mut socket: TcpStream) -> Result<(), BoxError> {
 
 /// `web`: one request head (cut by cleave's `Heads` decoder), one answer:
 /// `GET /size/N` gets N bytes, anything else 1 KiB.
-async fn web(mut socket: TcpStream, body: Bytes) -> Result<(), BoxError> {
-    let (read, write) = socket.split();
-    let mut heads = FrameReader::new(read, http::Heads::default());
+async fn web(socket: TcpStream, body: Bytes) -> Result<(), BoxError> {
+    let mut heads = FrameReader::new(socket, Heads::default());
     let head = heads.next().await.ok_or("no request")??;
     let path = match http::sniff(&head, head.len(), http::MAX_HEADERS) {
         Sniff::Match { facts, .. } => facts.path().to_owned(),
@@ -418,40 +503,31 @@ async fn web(mut socket: TcpStream, body: Bytes) -> Result<(), BoxError> {
         .and_then(|n| n.parse().ok())
         .unwrap_or(1024usize)
         .min(body.len());
-    let mut writer = Writer::new(write);
     let status = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
     );
-    writer.push(Bytes::from(status))?;
-    writer.push(body.slice(..len))?; // a view of the shared body: no copy
-    writer.shutdown().await?;
-    // Read whatever else comes until the client closes, so it gets no reset.
-    let (mut read, _, _) = heads.into_parts();
-    tokio::io::copy(&mut read, &mut tokio::io::sink()).await?;
+    heads.push(Bytes::from(status))?;
+    heads.push(body.slice(..len))?; // a view of the shared body: no copy
+    heads.close().await?; // written, then a FIN
+                          // Read whatever else comes until the client closes, so it gets no reset.
+    let (mut socket, _) = heads.into_parts();
+    tokio::io::copy(&mut socket, &mut tokio::io::sink()).await?;
     Ok(())
 }
 
 /// `lines`: `OK <n>` for the n-th line, answers written in batches.
-async fn line_service(mut socket: TcpStream) -> Result<(), BoxError> {
-    let (read, write) = socket.split();
-    let mut lines = FrameReader::new(read, Lines::new());
-    let mut writer = Writer::new(write);
+async fn line_service(socket: TcpStream) -> Result<(), BoxError> {
+    let mut lines = FrameReader::new(socket, Lines::new());
     let (mut encoder, mut n) = (Lines::new(), 0u64);
     while let Some(line) = lines.next().await {
         line?;
-        loop {
-            n += 1;
-            let frame = encoder.encode(Bytes::from(format!("OK {n}")))?;
-            writer.send_frame(frame).await?; // writes first if the queue is full
-                                             // Answer the lines already read before writing.
-            match lines.next_buffered() {
-                Some(line) => line?,
-                None => break,
-            };
-        }
-        writer.flush().await?;
+        n += 1;
+        let frame = encoder.encode(Bytes::from(format!("OK {n}")))?;
+        // Queued; written first if the queue is full. The answers to lines
+        // that arrived together go out in one write, before the next read.
+        lines.send(frame).await?;
     }
-    writer.shutdown().await?;
+    lines.close().await?;
     Ok(())
 }
 
@@ -558,29 +634,23 @@ async fn lines_client(proxy: SocketAddr, rng: &mut XorShift) -> Traffic {
         let pad = rng.range(8, 90);
         wire.extend_from_slice(format!("LINE {i} {}\n", "x".repeat(pad)).as_bytes());
     }
-    let mut socket = connect(proxy).await?;
-    let (read, mut write) = socket.split();
-    let send = async {
-        // In a few pieces, as an interactive client would.
-        for piece in wire.chunks(1000) {
-            write.write_all(piece).await?;
+    // One connection sends and reads: the lines in a few pieces, as an
+    // interactive client would, then the end; then the replies.
+    let mut conn = FrameReader::new(connect(proxy).await?, Lines::new());
+    for piece in wire.chunks(1000) {
+        conn.send(Bytes::copy_from_slice(piece)).await?;
+        conn.flush().await?;
+    }
+    conn.close().await?;
+    let (mut replies, mut down) = (0, 0);
+    while let Some(reply) = conn.next().await {
+        let reply = reply?;
+        replies += 1;
+        down += reply.len() as u64 + 1;
+        if reply != format!("OK {replies}").as_bytes() {
+            return Err(format!("lines: reply {replies} is {reply:?}").into());
         }
-        write.shutdown().await?;
-        Ok::<_, BoxError>(())
-    };
-    let receive = async {
-        let (mut replies, mut n, mut down) = (FrameReader::new(read, Lines::new()), 0, 0);
-        while let Some(reply) = replies.next().await {
-            let reply = reply?;
-            n += 1;
-            down += reply.len() as u64 + 1;
-            if reply != format!("OK {n}").as_bytes() {
-                return Err(format!("lines: reply {n} is {reply:?}").into());
-            }
-        }
-        Ok::<_, BoxError>((n, down))
-    };
-    let ((), (replies, down)) = tokio::try_join!(send, receive)?;
+    }
     if replies != count {
         return Err(format!("lines: {count} lines, {replies} replies").into());
     }
@@ -668,7 +738,7 @@ async fn run_client(proxy: SocketAddr, i: usize) -> Outcome {
 // ------------------------------------------------------- the built-in run
 
 /// Starts the backends and the proxy; returns the proxy's address and it.
-async fn start() -> Result<(SocketAddr, Arc<Proxy>), BoxError> {
+async fn start(timeouts: Timeouts) -> Result<(SocketAddr, Arc<Proxy>), BoxError> {
     let (tls, tls_addr) = bind().await?;
     let (web_listener, web_addr) = bind().await?;
     let (lines, lines_addr) = bind().await?;
@@ -694,6 +764,7 @@ async fn start() -> Result<(SocketAddr, Arc<Proxy>), BoxError> {
         router,
         backends,
         unrouted: Counters::default(),
+        config: ConnConfig::default().timeouts(timeouts),
         active: AtomicUsize::new(0),
         log: false,
     });
@@ -780,14 +851,15 @@ fn report(outcomes: &[Outcome], proxy: &Proxy, wall: Duration) -> u64 {
     total_errors
 }
 
-async fn demo_mode(connections: usize) -> Result<u64, BoxError> {
-    let (addr, proxy) = start().await?;
+async fn demo_mode(connections: usize, timeouts: Timeouts) -> Result<u64, BoxError> {
+    let (addr, proxy) = start(timeouts).await?;
     println!(
         "proxy on {addr}; backends: tls (SNI *.example.com, example.com), web (Host example.com),"
     );
     println!("lines (prefix \"LINE \"), echo (fallback). The tls backend does not terminate TLS:");
     println!("clients replay ClientHellos captured from openssl and curl, then send a payload,");
     println!("and the backend counts the bytes.");
+    println!("{}", describe_timeouts(&timeouts));
     println!("running {connections} connections, {CONCURRENCY} at a time...\n");
 
     let next = Arc::new(AtomicUsize::new(0));
@@ -844,8 +916,14 @@ async fn main() -> ExitCode {
             listen,
             routes,
             fallback,
-        } => listen_mode(listen, routes, fallback).await.map(|()| 0),
-        Command::Demo { connections } => demo_mode(connections).await,
+            timeouts,
+        } => listen_mode(listen, routes, fallback, timeouts)
+            .await
+            .map(|()| 0),
+        Command::Demo {
+            connections,
+            timeouts,
+        } => demo_mode(connections, timeouts).await,
     };
     match result {
         Ok(0) => ExitCode::SUCCESS,

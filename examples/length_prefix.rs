@@ -1,6 +1,6 @@
 //! Length-prefixed frames over TCP with tokio: a client encodes frames
 //! with `LengthPrefixed` and hands them to a spawned writer through its
-//! `WriteHandle` (`try_send_frame`, tickets, `written(ticket).await`); the
+//! `WriteHandle` (`try_send`, tickets, `written(ticket).await`); the
 //! server cuts them out again with a `FrameReader` and prints their sizes.
 //!
 //! ```text
@@ -14,7 +14,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use cleave_proto::{Bytes, Encoder, Error, LengthPrefixed, Limit, WriteQueueConfig};
+use cleave_proto::{Bytes, Encoder, LengthPrefixed, Refusal, WriteQueueConfig};
 use cleave_tokio::{spawn_writer, FrameReader};
 use futures_util::StreamExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -68,21 +68,15 @@ async fn client(addr: SocketAddr) -> Result<(), BoxError> {
         let mut frame = codec.encode(body(i, len))?;
         let ticket = loop {
             // Queue now if there is room; else the frame comes back whole.
-            match handle.try_send_frame(frame) {
+            match handle.try_send(frame) {
                 Ok(ticket) => break ticket,
                 Err(rejected) => {
-                    let (error, back) = rejected.into_parts();
-                    let full = matches!(
-                        error,
-                        Error::LimitExceeded {
-                            limit: Limit::QueueBytes | Limit::QueueItems,
-                            ..
-                        }
-                    );
+                    let (why, back) = rejected.into_parts();
+                    let full = matches!(why, Refusal::Full(_));
                     let Some(last) = last.filter(|_| full) else {
-                        return Err(error.into()); // closed, or the writer failed
+                        return Err(why.into()); // closed, or the writer failed
                     };
-                    println!("client: queue full ({error})");
+                    println!("client: queue full ({why})");
                     // Everything queued is out once the last push is
                     // written: then there is room.
                     handle.written(last).await?;

@@ -1,6 +1,8 @@
 //! A line protocol over real TCP with tokio: a server reads lines with a
-//! `FrameReader<_, Lines>` and answers each with a same-task `Writer`; a
-//! client sends its lines cut into random pieces and prints the answers.
+//! `FrameReader<_, Lines>` and answers each on the same connection (same
+//! task, answers batched into one write), with idle and frame timeouts; a
+//! client sends its lines cut into random pieces, then reads and prints
+//! the answers.
 //!
 //! ```text
 //! cargo run --example line_protocol            # seed 1
@@ -13,10 +15,9 @@
 
 use std::time::Duration;
 
-use cleave_proto::{Bytes, Encoder, Lines, LinesConfig};
-use cleave_tokio::{FrameReader, Writer};
+use cleave_proto::{Bytes, ConnConfig, Encoder, Lines, LinesConfig, Timeouts};
+use cleave_tokio::FrameReader;
 use futures_util::StreamExt;
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -65,76 +66,69 @@ fn answer(line: &[u8]) -> String {
 }
 
 /// Serves one connection: every line read gets its answer.
-async fn serve(mut socket: TcpStream) -> Result<usize, BoxError> {
-    let (read, write) = socket.split();
+async fn serve(socket: TcpStream) -> Result<usize, BoxError> {
     // At most 1 KiB a line, `\r` stripped, UTF-8 checked.
     let config = LinesConfig::default()
         .max_length(1024)
         .strip_cr(true)
         .utf8(true);
-    let mut lines = FrameReader::new(read, Lines::with_config(config));
-    let mut writer = Writer::new(write);
+    // A client silent for 10 s, or 5 s into a line it does not finish, is
+    // let go: the stream ends with `Error::TimedOut`.
+    let timeouts = Timeouts::default()
+        .idle(Some(Duration::from_secs(10)))
+        .frame(Some(Duration::from_secs(5)));
+    let conn = ConnConfig::default().timeouts(timeouts);
+    let mut lines = FrameReader::with_config(socket, Lines::with_config(config), conn);
     let mut encoder = Lines::new();
     let mut answered = 0;
 
     while let Some(line) = lines.next().await {
         // A peer's bad line (too long, not UTF-8, cut by the end of the
         // stream) is a typed error: stop serving this connection.
-        let mut line = line?;
-        loop {
-            let reply = Bytes::from(answer(&line));
-            // The answer's frame (the line and a `\n`) goes into the queue:
-            // a method call, no I/O unless the queue is full (1024 writes /
-            // 128 KiB by default), when it writes first to make room.
-            writer.send_frame(encoder.encode(reply)?).await?;
-            answered += 1;
-            // Answer the lines already read without waiting for the socket,
-            // then write all their answers at once.
-            match lines.next_buffered() {
-                Some(next) => line = next?,
-                None => break,
-            }
-        }
-        writer.flush().await?;
+        let line = line?;
+        let reply = Bytes::from(answer(&line));
+        // The answer's frame (the line and a `\n`) goes into the queue: a
+        // method call, no I/O unless the queue is full (1024 writes / 128 KiB
+        // by default), when it writes first to make room. The answers to
+        // lines that arrived together go out in one write, before the
+        // connection reads again.
+        lines.send(encoder.encode(reply)?).await?;
+        answered += 1;
     }
-    writer.shutdown().await?;
+    // No more requests: the last answers, then the end of our side.
+    lines.close().await?;
     Ok(answered)
 }
 
-/// Sends the requests in random pieces and prints what comes back.
+/// Sends the requests in random pieces, then reads the answers on the same
+/// connection, and prints them.
 async fn client(addr: std::net::SocketAddr, seed: u64) -> Result<usize, BoxError> {
-    let mut socket = TcpStream::connect(addr).await?;
+    let socket = TcpStream::connect(addr).await?;
     socket.set_nodelay(true)?; // so small pieces go out as they are
-    let (read, mut write) = socket.split();
+    let mut conn = FrameReader::new(socket, Lines::new());
 
     let wire: Vec<u8> = REQUESTS
         .iter()
         .flat_map(|r| r.bytes().chain(*b"\n"))
         .collect();
-    let send = async {
-        let mut rng = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-        let mut rest = &wire[..];
-        let mut sizes = Vec::new();
-        while !rest.is_empty() {
-            let n = 1 + rng.below(rest.len().min(12));
-            write.write_all(&rest[..n]).await?;
-            sizes.push(n);
-            rest = &rest[n..];
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        write.shutdown().await?; // no more requests
-        println!("client sent {} bytes in pieces of {sizes:?}", wire.len());
-        Ok::<_, BoxError>(())
-    };
-    let receive = async {
-        let mut answers = Vec::new();
-        let mut replies = FrameReader::new(read, Lines::new());
-        while let Some(reply) = replies.next().await {
-            answers.push(reply?);
-        }
-        Ok::<_, BoxError>(answers)
-    };
-    let ((), answers) = tokio::try_join!(send, receive)?;
+    let mut rng = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rest = &wire[..];
+    let mut sizes = Vec::new();
+    while !rest.is_empty() {
+        let n = 1 + rng.below(rest.len().min(12));
+        conn.send(Bytes::copy_from_slice(&rest[..n])).await?;
+        conn.flush().await?; // this piece on its own
+        sizes.push(n);
+        rest = &rest[n..];
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    conn.close().await?; // no more requests
+    println!("client sent {} bytes in pieces of {sizes:?}", wire.len());
+
+    let mut answers = Vec::new();
+    while let Some(reply) = conn.next().await {
+        answers.push(reply?);
+    }
     for (request, reply) in REQUESTS.iter().zip(&answers) {
         let request = format!("{request:?}");
         println!("  {request:<22} -> {:?}", String::from_utf8_lossy(reply));

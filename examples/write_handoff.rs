@@ -15,7 +15,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use cleave_proto::{Bytes, Error, Lines, WriteQueueConfig};
+use cleave_proto::{Bytes, Lines, Refusal, WriteQueueConfig};
 use cleave_tokio::{spawn_writer, FrameReader, WriteHandle};
 use futures_util::StreamExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -56,7 +56,7 @@ async fn produce(handle: WriteHandle, producer: usize) -> Result<Sent, BoxError>
                 ticket
             }
             // Full: wait for room (the queue's limits are the backpressure).
-            Err(rejected) if matches!(rejected.error(), Error::LimitExceeded { .. }) => {
+            Err(rejected) if matches!(rejected.error(), Refusal::Full(_)) => {
                 sent.waited_for_room += 1;
                 handle.send(rejected.into_value()).await?
             }

@@ -2,24 +2,27 @@
 //! existing `Framed`.
 
 use bytes::BytesMut;
-use cleave_proto::{Bytes, Decoder, Encoder, RecvBuf, RecvBufConfig};
+use cleave_proto::{Bytes, Decoder, Encoder, Position, RecvBuf, RecvBufConfig};
 
-use crate::error::ReadError;
+use crate::error::ConnError;
 
 /// A cleave codec (decoder, encoder, or both) as a
 /// `tokio_util::codec::{Decoder, Encoder}`.
 ///
 /// The `Framed`'s `BytesMut` is lent to a `RecvBuf` for each call and given
-/// back, no copy. Three things differ from using cleave directly: a line
-/// arriving in pieces is searched again from its start on each call (the
-/// note of how far a search went lives in the `RecvBuf`); the offsets in
-/// errors count from the start of the `Framed`'s buffer at that call, not
-/// of the stream; and encoding copies the frame into the `Framed`'s
-/// buffer, as every tokio-util encoder does.
+/// back, no copy, at the stream offset the codec keeps count of: offsets
+/// in errors count from the start of the stream, and a decoder that notes
+/// how far it searched ([`Lines`](cleave_proto::Lines)) resumes there when
+/// a line arrives in pieces instead of searching it again from its start.
+/// One thing differs from using cleave directly: encoding copies the frame
+/// into the `Framed`'s buffer, as every tokio-util encoder does.
+///
+/// The count assumes one stream: give each connection its own codec, and
+/// do not take bytes out of the `Framed`'s buffer behind its back.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), cleave_tokio::ReadError> {
+/// # async fn main() -> Result<(), cleave_tokio::ConnError> {
 /// use cleave_proto::Lines;
 /// use cleave_tokio::TokioCodec;
 /// use futures_util::StreamExt;
@@ -32,10 +35,18 @@ use crate::error::ReadError;
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TokioCodec<C> {
     codec: C,
     config: RecvBufConfig,
+    /// Where the `Framed`'s buffer stands in the stream.
+    position: Position,
+}
+
+impl<C: Default> Default for TokioCodec<C> {
+    fn default() -> Self {
+        Self::new(C::default())
+    }
 }
 
 impl<C> TokioCodec<C> {
@@ -44,7 +55,19 @@ impl<C> TokioCodec<C> {
         Self {
             codec,
             config: RecvBufConfig::default(),
+            position: Position::start(),
         }
+    }
+
+    /// The wrapped codec.
+    pub fn get_ref(&self) -> &C {
+        &self.codec
+    }
+
+    /// How many bytes the decoder consumed so far: the stream offset of
+    /// the first byte of the `Framed`'s buffer.
+    pub fn offset(&self) -> u64 {
+        self.position.offset()
     }
 
     /// The wrapped codec.
@@ -58,8 +81,9 @@ impl<C> TokioCodec<C> {
         &mut self,
         src: &mut BytesMut,
         step: impl FnOnce(&mut C, &mut RecvBuf) -> Result<Option<T>, cleave_proto::Error>,
-    ) -> Result<Option<T>, ReadError> {
-        let mut buf = match RecvBuf::from_buffer(std::mem::take(src), self.config) {
+    ) -> Result<Option<T>, ConnError> {
+        let lent = std::mem::take(src);
+        let mut buf = match RecvBuf::from_buffer_at(lent, self.position, self.config) {
             Ok(buf) => buf,
             Err(rejected) => {
                 let (error, bytes) = rejected.into_parts();
@@ -68,6 +92,7 @@ impl<C> TokioCodec<C> {
             }
         };
         let result = step(&mut self.codec, &mut buf);
+        self.position = buf.position();
         *src = buf.into_buffer();
         Ok(result?)
     }
@@ -75,21 +100,21 @@ impl<C> TokioCodec<C> {
 
 impl<C: Decoder> tokio_util::codec::Decoder for TokioCodec<C> {
     type Item = C::Item;
-    type Error = ReadError;
+    type Error = ConnError;
 
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<C::Item>, ReadError> {
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<C::Item>, ConnError> {
         self.lend(src, |codec, buf| codec.decode(buf))
     }
 
-    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<C::Item>, ReadError> {
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<C::Item>, ConnError> {
         self.lend(src, |codec, buf| codec.decode_eof(buf))
     }
 }
 
 impl<C: Encoder<Item = Bytes>> tokio_util::codec::Encoder<Bytes> for TokioCodec<C> {
-    type Error = ReadError;
+    type Error = ConnError;
 
-    fn encode(&mut self, item: Bytes, dst: &mut BytesMut) -> Result<(), ReadError> {
+    fn encode(&mut self, item: Bytes, dst: &mut BytesMut) -> Result<(), ConnError> {
         let frame = self.codec.encode(item)?;
         dst.reserve(frame.len());
         dst.extend_from_slice(frame.head());

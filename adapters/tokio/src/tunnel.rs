@@ -1,119 +1,54 @@
 //! The raw tunnel after a hand-off: both directions copied in one future,
-//! a clean end passed on as a half-close, a failure passed on as a reset.
+//! a clean end passed on as a half-close, a failure passed on as a reset,
+//! and an optional idle timeout.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use cleave_proto::Bytes;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+use crate::reset::Reset;
 
 /// Each direction's copy buffer. tokio's default (8 KiB) made twice the
 /// system calls of this on bulk tunnels (see the stream harness).
 const BUF_SIZE: usize = 16 * 1024;
 
-/// A connection whose next close can be made a reset.
-///
-/// [`tunnel`] calls it on both of its streams when either fails, so that a
-/// peer cut off on one side is cut off on the other too, instead of seeing
-/// a clean end of stream that makes a truncated response or upload look
-/// complete.
-///
-/// Implemented for tokio's `TcpStream`; for its `BufReader`, `BufWriter`
-/// and `BufStream`, `&mut T` and `Box<T>` of a type that implements it (by
-/// delegation); and for its `UnixStream` and `DuplexStream`, which have no
-/// reset (`Unsupported`: their peer sees a clean end). A wrapper of your
-/// own (a TLS stream, a counting or rate limiting stream) delegates to the
-/// socket it wraps:
+/// Configuration of a [`tunnel_with`].
 ///
 /// ```
-/// use std::io;
-/// use cleave_tokio::Reset;
+/// use std::time::Duration;
+/// use cleave_tokio::TunnelConfig;
 ///
-/// /// A TLS stream over some socket (its session state left out).
-/// struct Tls<S> {
-///     socket: S,
-/// }
-///
-/// impl<S: Reset> Reset for Tls<S> {
-///     fn reset_on_close(&self) -> io::Result<()> {
-///         // The reset skips the TLS close_notify too: the peer's TLS
-///         // library reports a truncation, which is the point.
-///         self.socket.reset_on_close()
-///     }
-/// }
+/// // HAProxy's `timeout tunnel`, as the demo proxy sets it.
+/// let config = TunnelConfig::default().idle(Some(Duration::from_secs(300)));
+/// assert_eq!(config.get_idle(), Some(Duration::from_secs(300)));
 /// ```
-pub trait Reset {
-    /// Makes the next close of this connection a reset: for TCP it sets
-    /// `SO_LINGER` to zero, so that closing (dropping) the socket sends a
-    /// RST and drops the data not yet sent, instead of a FIN after it.
-    ///
-    /// It changes nothing until the connection is closed; shutting the
-    /// write half down still sends a FIN, so drop the stream instead.
-    ///
-    /// # Errors
-    ///
-    /// What the OS says, or `Unsupported` where there is no reset.
-    fn reset_on_close(&self) -> io::Result<()>;
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TunnelConfig {
+    idle: Option<Duration>,
 }
 
-impl Reset for tokio::net::TcpStream {
-    fn reset_on_close(&self) -> io::Result<()> {
-        #[cfg(not(target_os = "wasi"))]
-        return self.set_zero_linger();
-        #[cfg(target_os = "wasi")]
-        return Err(io::ErrorKind::Unsupported.into());
+impl TunnelConfig {
+    /// How long no byte may move either way before the tunnel ends with a
+    /// `TimedOut` error (both streams left to reset). Default: none, a
+    /// tunnel waits as long as its peers do. A connection's
+    /// [`Timeouts::get_tunnel_idle`](cleave_proto::Timeouts::get_tunnel_idle)
+    /// is the value to pass on.
+    #[must_use]
+    pub fn idle(mut self, after: Option<Duration>) -> Self {
+        self.idle = after;
+        self
     }
-}
 
-/// A Unix socket has no reset: the peer reads the end of the stream (or,
-/// on Linux, a reset if data it sent was left unread). `Unsupported`.
-#[cfg(unix)]
-impl Reset for tokio::net::UnixStream {
-    fn reset_on_close(&self) -> io::Result<()> {
-        Err(io::ErrorKind::Unsupported.into())
-    }
-}
-
-/// An in-memory pipe has no reset: the other end reads the end of the
-/// stream. `Unsupported`.
-impl Reset for tokio::io::DuplexStream {
-    fn reset_on_close(&self) -> io::Result<()> {
-        Err(io::ErrorKind::Unsupported.into())
-    }
-}
-
-/// Delegates to the stream it buffers.
-impl<T: Reset + AsyncWrite> Reset for tokio::io::BufWriter<T> {
-    fn reset_on_close(&self) -> io::Result<()> {
-        self.get_ref().reset_on_close()
-    }
-}
-
-/// Delegates to the stream it buffers.
-impl<T: Reset + AsyncRead> Reset for tokio::io::BufReader<T> {
-    fn reset_on_close(&self) -> io::Result<()> {
-        self.get_ref().reset_on_close()
-    }
-}
-
-/// Delegates to the stream it buffers.
-impl<T: Reset + AsyncRead + AsyncWrite> Reset for tokio::io::BufStream<T> {
-    fn reset_on_close(&self) -> io::Result<()> {
-        self.get_ref().reset_on_close()
-    }
-}
-
-impl<T: Reset + ?Sized> Reset for &mut T {
-    fn reset_on_close(&self) -> io::Result<()> {
-        (**self).reset_on_close()
-    }
-}
-
-impl<T: Reset + ?Sized> Reset for Box<T> {
-    fn reset_on_close(&self) -> io::Result<()> {
-        (**self).reset_on_close()
+    /// The idle timeout.
+    #[must_use]
+    pub fn get_idle(&self) -> Option<Duration> {
+        self.idle
     }
 }
 
@@ -145,10 +80,11 @@ impl<T: Reset + ?Sized> Reset for Box<T> {
 /// does: after an error, a peer gets a prefix of what was written to its
 /// socket, then the reset. On a read error, the bytes already read are
 /// written first on a best-effort basis: if the peer does not read them,
-/// the tunnel waits for it, as it would without the error (put a timeout
-/// around the tunnel to bound it). A tunnel future dropped before it ends
-/// (that timeout) resets nothing: call [`Reset::reset_on_close`] on the
-/// streams before dropping them if the peers must see a reset then too.
+/// the tunnel waits for it, as it would without the error. Bound that, and
+/// silent peers, with [`tunnel_with`]'s idle timeout. A tunnel future
+/// dropped before it ends resets nothing: call [`Reset::reset_on_close`]
+/// on the streams before dropping them if the peers must see a reset then
+/// too.
 ///
 /// Returns the bytes written each way: (to the backend, tail included; to
 /// the client).
@@ -163,7 +99,44 @@ where
     A: AsyncRead + AsyncWrite + Reset + Unpin + ?Sized,
     B: AsyncRead + AsyncWrite + Reset + Unpin + ?Sized,
 {
-    let result = copy_both_ways(client, backend, &tail).await;
+    tunnel_with(client, backend, tail, TunnelConfig::default()).await
+}
+
+/// [`tunnel`], with its configuration: an idle timeout ends a tunnel in
+/// which no byte moved either way for that long (the tail's write
+/// included), as a failure: both streams are left to reset on close and
+/// the error is `TimedOut`.
+///
+/// ```no_run
+/// # async fn splice(mut client: tokio::net::TcpStream, mut backend: tokio::net::TcpStream) -> std::io::Result<()> {
+/// use std::time::Duration;
+/// use cleave_proto::Bytes;
+/// use cleave_tokio::{tunnel_with, TunnelConfig};
+///
+/// let config = TunnelConfig::default().idle(Some(Duration::from_secs(300)));
+/// match tunnel_with(&mut client, &mut backend, Bytes::new(), config).await {
+///     Ok((up, down)) => println!("{up} bytes up, {down} down"),
+///     Err(e) if e.kind() == std::io::ErrorKind::TimedOut => println!("idle: both reset"),
+///     Err(e) => println!("failed: {e}"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// As [`tunnel`]; `TimedOut` when the idle timeout ran out.
+pub async fn tunnel_with<A, B>(
+    client: &mut A,
+    backend: &mut B,
+    tail: Bytes,
+    config: TunnelConfig,
+) -> io::Result<(u64, u64)>
+where
+    A: AsyncRead + AsyncWrite + Reset + Unpin + ?Sized,
+    B: AsyncRead + AsyncWrite + Reset + Unpin + ?Sized,
+{
+    let result = copy_both_ways(client, backend, tail, config.idle.map(Idle::new)).await;
     if result.is_err() {
         // Best effort: the error that matters is the one that got us here.
         let _ = client.reset_on_close();
@@ -172,23 +145,66 @@ where
     result
 }
 
-/// The tail, then both directions until both end or one fails.
+/// The idle timer: fires once no byte moved for `after`.
+struct Idle {
+    after: Duration,
+    /// When a byte last moved.
+    active: Instant,
+    sleep: Pin<Box<Sleep>>,
+}
+
+impl Idle {
+    fn new(after: Duration) -> Self {
+        let active = Instant::now();
+        Self {
+            after,
+            active,
+            sleep: Box::pin(tokio::time::sleep_until(Self::due(active, after))),
+        }
+    }
+
+    /// A timeout past what `Instant` holds is a very long one.
+    fn due(active: Instant, after: Duration) -> Instant {
+        active
+            .checked_add(after)
+            .unwrap_or_else(|| active + Duration::from_secs(86_400 * 365 * 30))
+    }
+
+    /// `Ready` once the tunnel has been idle for the timeout; `moved` says
+    /// whether bytes moved since the last call.
+    fn poll(&mut self, cx: &mut Context<'_>, moved: bool) -> Poll<()> {
+        if moved {
+            // The timer is pushed back only when it fires: no timer work
+            // per read.
+            self.active = Instant::now();
+        }
+        loop {
+            ready!(self.sleep.as_mut().poll(cx));
+            let due = Self::due(self.active, self.after);
+            if due <= self.sleep.deadline() {
+                return Poll::Ready(());
+            }
+            self.sleep.as_mut().reset(due);
+        }
+    }
+}
+
+/// The tail, then both directions until both end or one fails (or the
+/// tunnel idles out).
 async fn copy_both_ways<A, B>(
     client: &mut A,
     backend: &mut B,
-    tail: &[u8],
+    tail: Bytes,
+    mut idle: Option<Idle>,
 ) -> io::Result<(u64, u64)>
 where
     A: AsyncRead + AsyncWrite + Unpin + ?Sized,
     B: AsyncRead + AsyncWrite + Unpin + ?Sized,
 {
-    if !tail.is_empty() {
-        backend.write_all(tail).await?;
-        // A buffering backend (a `BufWriter`, a TLS stream) must pass the
-        // tail on now: the client may wait for the answer to it.
-        backend.flush().await?;
-    }
-    let (mut up, mut down) = (Direction::new(), Direction::new());
+    // The tail is the first bytes up, then flushed: a buffering backend (a
+    // `BufWriter`, a TLS stream) must pass it on now, as the client may
+    // wait for the answer to it.
+    let (mut up, mut down) = (Direction::with_tail(tail), Direction::new());
     let (mut up_done, mut down_done) = (None, None);
     poll_fn(|cx| {
         if up_done.is_none() {
@@ -205,10 +221,19 @@ where
                 down_done = Some(n?);
             }
         }
-        match (up_done, down_done) {
-            (Some(up), Some(down)) => Poll::Ready(Ok((up + tail.len() as u64, down))),
-            _ => Poll::Pending,
+        if let (Some(up), Some(down)) = (up_done, down_done) {
+            return Poll::Ready(Ok((up, down)));
         }
+        if let Some(idle) = &mut idle {
+            let moved = up.take_moved() | down.take_moved();
+            if idle.poll(cx, moved).is_ready() {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "tunnel idle timeout",
+                )));
+            }
+        }
+        Poll::Pending
     })
     .await
 }
@@ -216,6 +241,8 @@ where
 /// One direction's copy: read into the buffer, write all of it, and at
 /// the end of the stream flush and shut the writer down.
 struct Direction {
+    /// Bytes to write before anything read (the hand-off's tail).
+    tail: Bytes,
     buf: Box<[u8]>,
     /// Read and not yet written: `buf[start..end]`.
     start: usize,
@@ -226,20 +253,32 @@ struct Direction {
     read_error: Option<io::Error>,
     /// Written since the writer was last flushed.
     unflushed: bool,
+    /// Bytes were read or written since [`take_moved`](Self::take_moved).
+    moved: bool,
     written: u64,
 }
 
 impl Direction {
     fn new() -> Self {
+        Self::with_tail(Bytes::new())
+    }
+
+    fn with_tail(tail: Bytes) -> Self {
         Self {
+            tail,
             buf: vec![0; BUF_SIZE].into_boxed_slice(),
             start: 0,
             end: 0,
             eof: false,
             read_error: None,
             unflushed: false,
+            moved: false,
             written: 0,
         }
+    }
+
+    fn take_moved(&mut self) -> bool {
+        std::mem::take(&mut self.moved)
     }
 
     /// Copies until the reader ends (`Ok(bytes written)`, the writer shut
@@ -263,25 +302,37 @@ impl Direction {
                 let mut room = ReadBuf::new(&mut self.buf[self.end..]);
                 match reader.as_mut().poll_read(cx, &mut room) {
                     Poll::Ready(Ok(())) if room.filled().is_empty() => self.eof = true,
-                    Poll::Ready(Ok(())) => self.end += room.filled().len(),
+                    Poll::Ready(Ok(())) => {
+                        self.end += room.filled().len();
+                        self.moved = true;
+                    }
                     Poll::Ready(Err(e)) => self.read_error = Some(e),
                     Poll::Pending => read_pending = true,
                 }
             }
 
-            if self.start < self.end {
-                match writer
-                    .as_mut()
-                    .poll_write(cx, &self.buf[self.start..self.end])
-                {
+            // The tail first, then what was read.
+            let from_tail = !self.tail.is_empty();
+            let pending = if from_tail {
+                &self.tail[..]
+            } else {
+                &self.buf[self.start..self.end]
+            };
+            if !pending.is_empty() {
+                match writer.as_mut().poll_write(cx, pending) {
                     Poll::Ready(Ok(0)) => return self.fail(io::ErrorKind::WriteZero.into()),
                     Poll::Ready(Ok(n)) => {
-                        self.start += n;
+                        if from_tail {
+                            self.tail = self.tail.slice(n.min(self.tail.len())..);
+                        } else {
+                            self.start = (self.start + n).min(self.end);
+                            if self.start == self.end {
+                                (self.start, self.end) = (0, 0);
+                            }
+                        }
                         self.written += n as u64;
                         self.unflushed = true;
-                        if self.start == self.end {
-                            (self.start, self.end) = (0, 0);
-                        }
+                        self.moved = true;
                         continue;
                     }
                     Poll::Ready(Err(e)) => return self.fail(e),

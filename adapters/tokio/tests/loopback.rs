@@ -1,13 +1,16 @@
 //! cleave-tokio over real loopback TCP: many connections in random
 //! fragments, a peer that closes mid-frame or resets, a slow reader, a
-//! silent client, clean shutdown.
+//! silent client, clean shutdown, the three write drivers under
+//! backpressure.
 
 use std::time::Duration;
 
 use cleave_proto::route::{Match, Reason, Router, RouterConfig};
-use cleave_proto::{Bytes, Error, Event, Lines, Session, SessionConfig, WriteQueueConfig};
+use cleave_proto::{
+    Bytes, ConnConfig, Error, Event, Lines, Session, SessionConfig, WriteQueueConfig,
+};
 use cleave_tokio::{
-    spawn_writer, tunnel, FrameReader, ReadError, SessionReader, WriteError, Writer,
+    spawn_writer, tunnel, ConnError, FrameReader, SessionReader, WriteError, Writer,
 };
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -131,7 +134,7 @@ async fn a_peer_that_closes_mid_frame_gives_the_partial_bytes_back() {
     assert_eq!(got.len(), 3);
     assert_eq!(&got[1].as_ref().unwrap()[..], b"two");
     match &got[2] {
-        Err(ReadError::Protocol(Error::Truncated { partial, offset })) => {
+        Err(ConnError::Protocol(Error::Truncated { partial, offset })) => {
             assert_eq!((&partial[..], *offset), (&b"thr"[..], 8));
         }
         other => panic!("{other:?}"),
@@ -147,9 +150,9 @@ async fn a_peer_reset_is_an_io_error() {
     drop(client); // RST
     let mut reader = FrameReader::new(server, Lines::new());
     match reader.next().await {
-        Some(Err(ReadError::Io(e))) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset),
+        Some(Err(ConnError::Io(e))) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset),
         // Some stacks deliver the bytes and a clean end before the reset.
-        Some(Err(ReadError::Protocol(Error::Truncated { partial, .. }))) => {
+        Some(Err(ConnError::Protocol(Error::Truncated { partial, .. }))) => {
             assert_eq!(&partial[..], b"partial li")
         }
         other => panic!("{other:?}"),
@@ -290,10 +293,9 @@ async fn clean_shutdown_writes_everything_pushed_and_tickets_complete_in_order()
     let all = reader.await.unwrap();
     let expected: Vec<u8> = (0..1000u32).flat_map(|i| i.to_be_bytes()).collect();
     assert_eq!(all, expected);
-    assert!(matches!(
-        handle.send(Bytes::from_static(b"late")).await,
-        Err(WriteError::Closed)
-    ));
+    let late = handle.send(Bytes::from_static(b"late")).await.unwrap_err();
+    assert!(matches!(late.error(), WriteError::Closed));
+    assert_eq!(late.into_value(), "late", "the bytes come back");
 }
 
 #[tokio::test]
@@ -377,9 +379,9 @@ async fn same_task_writer_and_tunnel_lose_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn send_frame_waits_for_room_on_both_drivers_and_frames_arrive_whole() {
+async fn send_waits_for_room_on_every_driver_and_frames_arrive_whole() {
     use cleave_proto::{Encoder, LengthPrefixed};
-    // A queue far smaller than what is sent: both drivers must wait.
+    // A queue far smaller than what is sent: every driver must wait.
     let config = WriteQueueConfig::default()
         .max_items(4)
         .unwrap()
@@ -401,13 +403,36 @@ async fn send_frame_waits_for_room_on_both_drivers_and_frames_arrive_whole() {
     let mut codec = LengthPrefixed::new();
     for body in &bodies {
         writer
-            .send_frame(codec.encode(body.clone()).unwrap())
+            .send(codec.encode(body.clone()).unwrap())
             .await
             .unwrap();
         assert!(writer.queue().len() <= 4 * 1024 + 3000 + 4);
     }
-    writer.shutdown().await.unwrap();
+    writer.close().await.unwrap();
     assert_eq!(reader.await.unwrap(), bodies);
+
+    // Same task, on a connection that also reads.
+    let (client, server) = pair().await;
+    let reader = tokio::spawn(async move {
+        FrameReader::new(server, LengthPrefixed::new())
+            .map(|frame| frame.unwrap())
+            .collect::<Vec<_>>()
+            .await
+    });
+    let mut conn = FrameReader::with_config(
+        client,
+        LengthPrefixed::new(),
+        ConnConfig::default().write_queue(config),
+    );
+    for body in &bodies {
+        conn.send(codec.encode(body.clone()).unwrap())
+            .await
+            .unwrap();
+        assert!(conn.conn().queue().len() <= 4 * 1024 + 3000 + 4);
+    }
+    conn.close().await.unwrap();
+    assert_eq!(reader.await.unwrap(), bodies);
+    assert!(conn.next().await.is_none(), "the peer ended too");
 
     // Cross task.
     let (client, server) = pair().await;
@@ -422,7 +447,7 @@ async fn send_frame_waits_for_room_on_both_drivers_and_frames_arrive_whole() {
     for body in &bodies {
         last = Some(
             handle
-                .send_frame(codec.encode(body.clone()).unwrap())
+                .send(codec.encode(body.clone()).unwrap())
                 .await
                 .unwrap(),
         );

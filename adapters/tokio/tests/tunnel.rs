@@ -1,14 +1,15 @@
 //! `tunnel` over loopback TCP, through a proxy task that accepts a client,
 //! connects to a backend, tunnels, then drops both streams: a reset on one
 //! side reaches the other as a reset after the bytes that made it, a clean
-//! end stays a half-close, and a failed write resets the backend.
+//! end stays a half-close, a failed write resets the backend, and an idle
+//! tunnel times out with both sides reset.
 
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use cleave_proto::Bytes;
-use cleave_tokio::tunnel;
+use cleave_tokio::{tunnel_with, TunnelConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -33,6 +34,14 @@ struct Proxied {
 /// one client, connects to the backend, tunnels with `tail` first, then
 /// drops both streams.
 async fn proxy(tail: Bytes) -> (SocketAddr, TcpListener, JoinHandle<Proxied>) {
+    proxy_with(tail, TunnelConfig::default()).await
+}
+
+/// As [`proxy`], with `config`.
+async fn proxy_with(
+    tail: Bytes,
+    config: TunnelConfig,
+) -> (SocketAddr, TcpListener, JoinHandle<Proxied>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let backends = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (proxy_addr, backend_addr) = (
@@ -42,7 +51,7 @@ async fn proxy(tail: Bytes) -> (SocketAddr, TcpListener, JoinHandle<Proxied>) {
     let task = tokio::spawn(async move {
         let (mut client, _) = listener.accept().await.unwrap();
         let mut backend = TcpStream::connect(backend_addr).await.unwrap();
-        let result = tunnel(&mut client, &mut backend, tail).await;
+        let result = tunnel_with(&mut client, &mut backend, tail, config).await;
         let lingers = (client.linger().unwrap(), backend.linger().unwrap());
         drop((client, backend)); // dropped, not shut down
         Proxied { result, lingers }
@@ -234,6 +243,71 @@ async fn a_failed_write_to_the_client_resets_the_backend() {
             proxied.lingers,
             (Some(Duration::ZERO), Some(Duration::ZERO))
         );
+    })
+    .await
+    .expect("stuck");
+}
+
+#[tokio::test]
+async fn an_idle_tunnel_times_out_and_both_sides_see_a_reset() {
+    tokio::time::timeout(STUCK, async {
+        let config = TunnelConfig::default().idle(Some(Duration::from_millis(200)));
+        let (addr, backends, proxy) = proxy_with(Bytes::from_static(b"hello"), config).await;
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        let (mut backend, _) = backends.accept().await.unwrap();
+        // Bytes both ways first: the timeout counts from the last of them.
+        let mut hello = [0; 5];
+        backend.read_exact(&mut hello).await.unwrap();
+        backend.write_all(b"hi").await.unwrap();
+        let mut hi = [0; 2];
+        client.read_exact(&mut hi).await.unwrap();
+        assert_eq!((&hello, &hi), (b"hello", b"hi"));
+
+        // Then nobody says anything.
+        let proxied = proxy.await.unwrap();
+        assert_failed_with_both_reset(proxied, io::ErrorKind::TimedOut);
+        for socket in [&mut client, &mut backend] {
+            let (got, end) = read_to_end_or_error(socket, 0).await;
+            assert!(got.is_empty());
+            let kind = end.expect_err("a reset, not a clean end").kind();
+            assert_eq!(kind, io::ErrorKind::ConnectionReset);
+        }
+    })
+    .await
+    .expect("stuck");
+}
+
+#[tokio::test]
+async fn a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end() {
+    const BYTES: usize = 40;
+    tokio::time::timeout(STUCK, async {
+        // Far longer than the gaps between the client's bytes, and far
+        // shorter than the whole upload.
+        let config = TunnelConfig::default().idle(Some(Duration::from_millis(500)));
+        let (addr, backends, proxy) = proxy_with(Bytes::new(), config).await;
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        let (mut backend, _) = backends.accept().await.unwrap();
+        let client_side = async {
+            for i in 0..BYTES {
+                client.write_all(&pattern(i, 1)).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            client.shutdown().await.unwrap();
+            read_to_end_or_error(&mut client, 0).await
+        };
+        let backend_side = async {
+            let (got, end) = read_to_end_or_error(&mut backend, BYTES).await;
+            end.expect("a clean end of the upload");
+            backend.shutdown().await.unwrap();
+            got
+        };
+        let ((answer, end), upload) = tokio::join!(client_side, backend_side);
+        assert_eq!(upload, pattern(0, BYTES));
+        assert!(answer.is_empty());
+        end.expect("a clean end");
+        let proxied = proxy.await.unwrap();
+        assert_eq!(proxied.result.unwrap(), (BYTES as u64, 0));
+        assert_eq!(proxied.lingers, (None, None));
     })
     .await
     .expect("stuck");

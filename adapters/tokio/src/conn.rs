@@ -1,0 +1,522 @@
+//! The driver: one [`Connection`] runs any [`Protocol`] over a tokio
+//! socket, both directions, with the core's timers on tokio's clock.
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::ops::{Deref, DerefMut};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use cleave_proto::conn::{Framed, Shutdown};
+use cleave_proto::write::Push;
+use cleave_proto::{
+    Conn, ConnConfig, Decoder, NoFrames, NoSwitch, Protocol, Refusal, Rejected, Session, Ticket,
+};
+use futures_core::Stream;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+use crate::drain::{poll_drain, ConnOutbox};
+use crate::error::ConnError;
+use crate::reset::Reset;
+
+/// One connection: a socket `S` and the core's [`Conn`] running protocol
+/// `P`, driven from tokio. A `Stream` of the protocol's events; the same
+/// value writes (same task, no lock).
+///
+/// ```text
+///   poll_next:  conn.poll_event() ──> an event?  hand it out (no I/O)
+///               write what is queued (the protocol's urgent replies, the
+///                 application's pushes) without waiting for the socket
+///               shut down / reset the socket when the core asks
+///               read into the buffer's spare room ──> again
+///               nothing to read: arm the timer at conn.poll_timeout()
+///               the timer fired: conn.handle_timeout(now) ──> again
+/// ```
+///
+/// Events come out as the protocol makes them; answers pushed meanwhile
+/// ([`push`](Self::push), [`send`](Self::send)) go out in one vectored
+/// write when the buffered events run out, before the next read. The
+/// stream ends after a final error (the protocol's, a timeout, the
+/// socket's), or once the protocol made its last event and everything
+/// queued is written.
+///
+/// Timeouts ([`ConnConfig`]'s [`Timeouts`](cleave_proto::Timeouts)) run on
+/// tokio's clock: when one runs out the stream gives
+/// [`Error::TimedOut`](cleave_proto::Error::TimedOut), after shutting the
+/// write half down or making the close a reset ([`Reset`]), as the protocol
+/// chose. Drop the connection then.
+///
+/// Memory follows readiness: a buffer that holds no block first asks the
+/// socket with no room at all, which tokio's sockets answer `Pending`
+/// until they are readable, so a silent connection allocates nothing; and
+/// when a read finds nothing, the connection gives back what it does not
+/// need ([`Conn::release_idle`]) before the task waits.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use cleave_proto::conn::Framed;
+/// use cleave_proto::{Bytes, Lines};
+/// use cleave_tokio::Connection;
+/// use futures_util::StreamExt;
+///
+/// let (client, server) = tokio::io::duplex(1024);
+/// let mut conn = Connection::new(server, Framed::new(Lines::new()));
+/// let mut client = Connection::new(client, Framed::new(Lines::new()));
+/// client.send(Bytes::from_static(b"hello\n")).await?;
+/// client.flush().await?;
+/// assert_eq!(conn.next().await.unwrap()?, "hello");
+/// conn.send(Bytes::from_static(b"hi\n")).await?;
+/// conn.close().await?; // written, then the write half shut down
+/// assert_eq!(client.next().await.unwrap()?, "hi");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Connection<S, P> {
+    io: S,
+    conn: Conn<P>,
+    /// The start of the core's clock: `now` is `base.elapsed()`.
+    base: Instant,
+    /// The timer for `conn.poll_timeout()`, made on first use.
+    sleep: Option<Pin<Box<Sleep>>>,
+    /// The stream gave its final error, or its end.
+    ended: bool,
+}
+
+/// The core is never pinned: a connection moves freely.
+impl<S: Unpin, P> Unpin for Connection<S, P> {}
+
+impl<S, P: Protocol> Connection<S, P> {
+    /// `protocol` over `io`, with a default buffer and queue and no
+    /// timeouts, starting now.
+    pub fn new(io: S, protocol: P) -> Self {
+        Self::with_config(io, protocol, ConnConfig::default())
+    }
+
+    /// `protocol` over `io` with the given buffer, queue and timeouts,
+    /// starting now (the timeouts run from here, before the first byte).
+    pub fn with_config(io: S, protocol: P, config: ConnConfig) -> Self {
+        Self::from_conn(io, Conn::with_config(protocol, config, Duration::ZERO))
+    }
+
+    /// Drives a core connection made elsewhere (by hand, or the other half
+    /// of [`into_parts`](Self::into_parts)): its clock goes on from its
+    /// latest reading ([`Conn::now`]).
+    pub fn from_conn(io: S, conn: Conn<P>) -> Self {
+        let now = Instant::now();
+        Self {
+            io,
+            base: now.checked_sub(conn.now()).unwrap_or(now),
+            conn,
+            sleep: None,
+            ended: false,
+        }
+    }
+
+    /// The core connection: its buffer, queue, protocol and timeouts.
+    pub fn conn(&self) -> &Conn<P> {
+        &self.conn
+    }
+
+    /// The core connection, to reconfigure it between events.
+    pub fn conn_mut(&mut self) -> &mut Conn<P> {
+        &mut self.conn
+    }
+
+    /// The socket.
+    pub fn get_ref(&self) -> &S {
+        &self.io
+    }
+
+    /// The socket.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.io
+    }
+
+    /// The socket and the core connection: its buffer holds the bytes read
+    /// and not consumed (the tail of a hand-off), its queue what was not
+    /// written (flush first).
+    pub fn into_parts(self) -> (S, Conn<P>) {
+        (self.io, self.conn)
+    }
+
+    /// Hands the socket and the buffer (unread bytes in place) to another
+    /// protocol; see [`Conn::switch`].
+    #[must_use = "the connection, with its unread bytes, is in the result"]
+    pub fn switch<Q: Protocol>(self, next: impl FnOnce(P) -> Q) -> Connection<S, Q> {
+        Connection {
+            io: self.io,
+            conn: self.conn.switch(next),
+            base: self.base,
+            sleep: self.sleep,
+            ended: false,
+        }
+    }
+
+    /// Queues `item` (bytes or a frame) in the bulk lane; it goes out at
+    /// the next poll of the stream or [`flush`](Self::flush).
+    ///
+    /// # Errors
+    ///
+    /// It comes back when the lane is full or the queue closed.
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    pub fn push<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        self.conn.push(item)
+    }
+
+    /// Queues `item` in the urgent lane: ahead of queued bulk data, never
+    /// inside a frame.
+    ///
+    /// # Errors
+    ///
+    /// As [`push`](Self::push), against the urgent lane's limits.
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    pub fn push_urgent<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        self.conn.push_urgent(item)
+    }
+
+    /// The next event already in the buffer, without reading or writing:
+    /// `None` when the buffer holds no complete one (or the stream is
+    /// over). A same-task server answers all that arrived together, then
+    /// writes once.
+    pub fn next_buffered(&mut self) -> Option<Result<P::Event, ConnError>> {
+        if self.ended {
+            return None;
+        }
+        match self.conn.poll_event() {
+            Ok(event) => event.map(Ok),
+            Err(e) => {
+                self.ended = true;
+                Some(Err(e.into()))
+            }
+        }
+    }
+
+    fn now(&self) -> Duration {
+        self.base.elapsed()
+    }
+
+    /// Arms the timer for the core's next deadline; `Ready(deadline)` once
+    /// it passed.
+    fn poll_timer(&mut self, cx: &mut Context<'_>) -> Poll<Duration> {
+        // A deadline past what `Instant` can hold is no deadline at all.
+        let Some((due, at)) = self
+            .conn
+            .poll_timeout()
+            .and_then(|due| Some((due, self.base.checked_add(due)?)))
+        else {
+            self.sleep = None;
+            return Poll::Pending;
+        };
+        let sleep = self
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+        if sleep.deadline() != at {
+            sleep.as_mut().reset(at);
+        }
+        ready!(sleep.as_mut().poll(cx));
+        Poll::Ready(due)
+    }
+}
+
+impl<S, P> Connection<S, P>
+where
+    S: AsyncRead + AsyncWrite + Reset + Unpin,
+    P: Protocol,
+{
+    /// Writes what is queued, then shuts the write half down or resets the
+    /// socket if the core asks (after [`close`](Self::close), a protocol's
+    /// close or a timeout): `Ready` once nothing is left to do.
+    ///
+    /// # Errors
+    ///
+    /// What the socket says; writing fails then (the queue is dropped).
+    pub fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnError>> {
+        let now = self.now();
+        let mut out = ConnOutbox {
+            conn: &mut self.conn,
+            now,
+        };
+        if let Err(e) = ready!(poll_drain(&mut self.io, &mut out, cx)) {
+            self.conn.handle_write_error(now);
+            return Poll::Ready(Err(e.into()));
+        }
+        match self.conn.poll_shutdown() {
+            None => {}
+            Some(Shutdown::Write) => {
+                if let Err(e) = ready!(Pin::new(&mut self.io).poll_shutdown(cx)) {
+                    self.conn.handle_write_error(now);
+                    return Poll::Ready(Err(e.into()));
+                }
+                self.conn.handle_shutdown();
+            }
+            Some(Shutdown::Reset) => {
+                // Best effort: where there is no reset, the close is clean.
+                let _ = self.io.reset_on_close();
+                self.conn.handle_shutdown();
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Queues `item` in the bulk lane, writing first to make room while the
+    /// lane is full.
+    ///
+    /// # Errors
+    ///
+    /// What the socket says; `BrokenPipe` once the queue is closed (the
+    /// item is dropped then: use [`push`](Self::push) to keep it).
+    pub async fn send<I: Push>(&mut self, item: I) -> Result<Ticket, ConnError> {
+        let mut item = item;
+        loop {
+            match self.conn.push(item) {
+                Ok(ticket) => return Ok(ticket),
+                Err(rejected) => match rejected.into_parts() {
+                    (Refusal::Full(_), back) => {
+                        item = back;
+                        poll_fn(|cx| self.poll_drain(cx)).await?;
+                    }
+                    // Closed: nothing more goes out.
+                    _ => return Err(io::Error::from(io::ErrorKind::BrokenPipe).into()),
+                },
+            }
+        }
+    }
+
+    /// Writes everything queued and flushes the socket; then the connection
+    /// gives back the memory it kept for more ([`Conn::release_idle`]).
+    ///
+    /// # Errors
+    ///
+    /// What the socket says.
+    pub async fn flush(&mut self) -> Result<(), ConnError> {
+        poll_fn(|cx| self.poll_drain(cx)).await?;
+        self.io.flush().await?;
+        self.conn.release_idle();
+        Ok(())
+    }
+
+    /// Closes the queue, writes what it holds and shuts the write half
+    /// down (a FIN); reading goes on until the peer ends too.
+    ///
+    /// # Errors
+    ///
+    /// What the socket says.
+    pub async fn close(&mut self) -> Result<(), ConnError> {
+        self.conn.close();
+        poll_fn(|cx| self.poll_drain(cx)).await
+    }
+
+    /// Reads once into the buffer's spare room: `Ready(Ok)` when bytes (or
+    /// the end of the stream) came.
+    fn poll_read(&mut self, cx: &mut Context<'_>, now: Duration) -> Poll<io::Result<()>> {
+        if self.conn.recv_buf().capacity() == 0 {
+            // Allocate only once the socket is readable.
+            let mut probe = ReadBuf::new(&mut []);
+            ready!(Pin::new(&mut self.io).poll_read(cx, &mut probe))?;
+        }
+        let io = &mut self.io;
+        let mut pending = false;
+        let read = self.conn.read_with(now, |spare| {
+            let mut buf = ReadBuf::new(spare);
+            match Pin::new(io).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) => Ok(buf.filled().len()),
+                Poll::Ready(Err(e)) => Err(e),
+                Poll::Pending => {
+                    pending = true;
+                    Err(io::ErrorKind::WouldBlock.into())
+                }
+            }
+        });
+        match read {
+            Ok(_) => Poll::Ready(Ok(())),
+            Err(_) if pending => Poll::Pending,
+            Err(e) => Poll::Ready(Err(e)),
+        }
+    }
+
+    /// Ends the stream with `e`, after doing what the write side can do
+    /// now (a timeout's last reply, its FIN or reset).
+    fn end_with(&mut self, cx: &mut Context<'_>, e: ConnError) -> ConnError {
+        if self.conn.wants_write() {
+            // An error here adds nothing to the one being reported.
+            let _ = self.poll_drain(cx);
+        }
+        self.ended = true;
+        e
+    }
+}
+
+impl<S, P> Stream for Connection<S, P>
+where
+    S: AsyncRead + AsyncWrite + Reset + Unpin,
+    P: Protocol,
+{
+    type Item = Result<P::Event, ConnError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            match this.conn.poll_event() {
+                Ok(Some(event)) => return Poll::Ready(Some(Ok(event))),
+                Ok(None) => {}
+                Err(e) => return Poll::Ready(Some(Err(this.end_with(cx, e.into())))),
+            }
+            // Write what is queued without waiting for the socket.
+            if this.conn.wants_write() {
+                if let Poll::Ready(Err(e)) = this.poll_drain(cx) {
+                    this.ended = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+            }
+            if this.conn.is_finished() {
+                this.ended = true;
+                return Poll::Ready(None);
+            }
+            if this.conn.wants_read() {
+                let now = this.now();
+                match this.poll_read(cx, now) {
+                    Poll::Ready(Ok(())) => continue,
+                    Poll::Ready(Err(e)) => {
+                        this.conn.handle_read_error(now);
+                        this.ended = true;
+                        return Poll::Ready(Some(Err(e.into())));
+                    }
+                    Poll::Pending => this.conn.release_idle(),
+                }
+            }
+            match this.poll_timer(cx) {
+                // The timer may wake a hair early: the deadline has come.
+                Poll::Ready(due) => this.conn.handle_timeout(this.now().max(due)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+/// A [`Connection`] that routes: a `Stream` of a [`Session`]'s events
+/// ([`Event`](cleave_proto::Event)s), the router's inspect delay and the
+/// [`ConnConfig`] timeouts on tokio's clock.
+///
+/// After an [`Event::Tunnel`](cleave_proto::Event::Tunnel) hand-off, take
+/// the socket back with [`into_parts`](Connection::into_parts) and splice
+/// it (see [`tunnel_with`](crate::tunnel_with)); or keep polling, and raw
+/// bytes keep coming as `Tunnel` events.
+pub type SessionReader<S, T, D = NoFrames, W = NoSwitch<<D as Decoder>::Item>> =
+    Connection<S, Session<T, D, W>>;
+
+/// A [`Connection`] that cuts a decoder's frames: `FrameReader::new(socket,
+/// Lines::new())`. Everything a [`Connection`] does (send, flush, close)
+/// it does too, through `Deref`.
+///
+/// Frames come out as the decoder cuts them; at the end of the stream an
+/// incomplete last frame comes out as
+/// [`ConnError::Protocol`]`(`[`cleave_proto::Error::Truncated`]`)` carrying
+/// its bytes, then the stream ends.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), cleave_tokio::ConnError> {
+/// use cleave_proto::Lines;
+/// use cleave_tokio::FrameReader;
+/// use futures_util::StreamExt;
+///
+/// // A read-only source, joined with a sink for the (unused) write half.
+/// let input: &[u8] = b"one\ntwo\n";
+/// let io = tokio::io::join(input, tokio::io::sink());
+/// let lines: Vec<_> = FrameReader::new(io, Lines::new()).collect().await;
+/// assert_eq!(lines.len(), 2);
+/// assert_eq!(&lines[1].as_ref().unwrap()[..], b"two");
+/// # Ok(())
+/// # }
+/// ```
+///
+/// A same-task server answers every frame that arrived together and then
+/// writes all the answers at once:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use cleave_proto::{Encoder, Lines};
+/// use cleave_tokio::FrameReader;
+/// use futures_util::StreamExt;
+/// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+///
+/// let (mut client, server) = tokio::io::duplex(1024);
+/// client.write_all(b"one\ntwo\nthree\n").await?;
+/// client.shutdown().await?;
+/// let mut lines = FrameReader::new(server, Lines::new());
+/// let mut encoder = Lines::new();
+/// while let Some(line) = lines.next().await {
+///     lines.send(encoder.encode(line?)?).await?; // queued
+///     while let Some(line) = lines.next_buffered() {
+///         lines.send(encoder.encode(line?)?).await?;
+///     }
+///     lines.flush().await?; // one write for the three answers
+/// }
+/// lines.close().await?;
+/// let mut echoed = String::new();
+/// client.read_to_string(&mut echoed).await?;
+/// assert_eq!(echoed, "one\ntwo\nthree\n");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct FrameReader<S, D>(Connection<S, Framed<D>>);
+
+impl<S, D: Decoder> FrameReader<S, D> {
+    /// Frames cut by `decoder` from `io`, with a default buffer and queue
+    /// and no timeouts.
+    pub fn new(io: S, decoder: D) -> Self {
+        Self(Connection::new(io, Framed::new(decoder)))
+    }
+
+    /// Frames cut by `decoder` from `io`, with the given buffer, queue and
+    /// timeouts.
+    pub fn with_config(io: S, decoder: D, config: ConnConfig) -> Self {
+        Self(Connection::with_config(io, Framed::new(decoder), config))
+    }
+
+    /// The connection it is.
+    pub fn into_inner(self) -> Connection<S, Framed<D>> {
+        self.0
+    }
+
+    /// The socket and the core connection (its buffer holds the bytes not
+    /// decoded yet); see [`Connection::into_parts`].
+    pub fn into_parts(self) -> (S, Conn<Framed<D>>) {
+        self.0.into_parts()
+    }
+}
+
+impl<S, D> Deref for FrameReader<S, D> {
+    type Target = Connection<S, Framed<D>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<S, D> DerefMut for FrameReader<S, D> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl<S, D> Stream for FrameReader<S, D>
+where
+    S: AsyncRead + AsyncWrite + Reset + Unpin,
+    D: Decoder,
+{
+    type Item = Result<D::Item, ConnError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.get_mut().0).poll_next(cx)
+    }
+}

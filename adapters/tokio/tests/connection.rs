@@ -1,0 +1,253 @@
+//! `Connection` over loopback TCP: a protocol that answers on the urgent
+//! lane by itself while the application writes bulk frames, and the
+//! connection's timeouts ending silent, idle and trickling peers with the
+//! close the protocol chose (a FIN, or a reset with half a frame unread).
+
+use std::io;
+use std::time::Duration;
+
+use cleave_proto::conn::{Framed, Phase, Protocol, Wire};
+use cleave_proto::{Bytes, ConnConfig, Decoder, Encoder, Error, Lines, Raw, Timeout, Timeouts};
+use cleave_tokio::{ConnError, Connection, FrameReader};
+use futures_util::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+/// A safety net against a stuck test, never what a test asserts.
+const STUCK: Duration = Duration::from_secs(30);
+
+async fn pair() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (client, server) = tokio::join!(TcpStream::connect(addr), listener.accept());
+    (client.unwrap(), server.unwrap().0)
+}
+
+/// A pair with 16 KiB socket buffers: the server's writes are partial as
+/// soon as the client stops reading for a moment.
+async fn small_buffered_pair() -> (TcpStream, TcpStream) {
+    let listener = TcpSocket::new_v4().unwrap();
+    listener.set_send_buffer_size(16 * 1024).unwrap();
+    listener.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = listener.listen(1).unwrap();
+    let client = TcpSocket::new_v4().unwrap();
+    client.set_recv_buffer_size(16 * 1024).unwrap();
+    let (client, server) = tokio::join!(
+        client.connect(listener.local_addr().unwrap()),
+        listener.accept()
+    );
+    (client.unwrap(), server.unwrap().0)
+}
+
+/// Lines, where a `PING` line is the protocol's own business: it queues
+/// `PONG\n` on the urgent lane and gives the application only the other
+/// lines. A stand-in for a WebSocket ping.
+#[derive(Debug)]
+struct Pinged {
+    lines: Framed<Lines>,
+    /// Pongs the urgent lane had no room for.
+    dropped: usize,
+}
+
+impl Protocol for Pinged {
+    type Event = Bytes;
+
+    fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<Bytes>, Error> {
+        loop {
+            match self.lines.poll_event(wire)? {
+                Some(line) if line == "PING" => {
+                    if wire.reply(Bytes::from_static(b"PONG\n")).is_err() {
+                        self.dropped += 1;
+                    }
+                }
+                other => return Ok(other),
+            }
+        }
+    }
+
+    fn phase(&self) -> Phase {
+        self.lines.phase()
+    }
+}
+
+/// Line `i` of the client: 40 KiB, its number first.
+fn big_line(i: usize) -> Vec<u8> {
+    let mut line = format!("{i:04} ").into_bytes();
+    line.resize(40 * 1024, b'a' + (i % 26) as u8);
+    line
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_protocols_urgent_reply_arrives_and_never_splits_a_bulk_frame() {
+    const BIG: usize = 30;
+    tokio::time::timeout(STUCK, async {
+        let (client, server) = small_buffered_pair().await;
+        let server = tokio::spawn(async move {
+            let protocol = Pinged {
+                lines: Framed::new(Lines::new()),
+                dropped: 0,
+            };
+            let mut conn = Connection::new(server, protocol);
+            let mut encoder = Lines::new();
+            let mut echoed = 0;
+            // The application echoes the other lines on the bulk lane.
+            while let Some(line) = conn.next().await {
+                conn.send(encoder.encode(line.unwrap()).unwrap())
+                    .await
+                    .unwrap();
+                echoed += 1;
+            }
+            conn.close().await.unwrap();
+            (echoed, conn.conn().protocol().dropped)
+        });
+
+        let (mut read, mut write) = client.into_split();
+        let send = async move {
+            for i in 0..BIG {
+                let mut line = big_line(i);
+                line.extend_from_slice(b"\nPING\n");
+                write.write_all(&line).await.unwrap();
+            }
+            write.shutdown().await.unwrap();
+        };
+        let receive = async move {
+            let mut all = Vec::new();
+            read.read_to_end(&mut all).await.unwrap();
+            all
+        };
+        let ((), all) = tokio::join!(send, receive);
+
+        let (mut bulk, mut pongs) = (Vec::new(), 0);
+        for line in all.split(|&b| b == b'\n') {
+            match line {
+                b"PONG" => pongs += 1,
+                b"" => {}
+                line => bulk.push(line.to_vec()),
+            }
+        }
+        assert_eq!(pongs, BIG, "every ping answered by the protocol");
+        assert_eq!(bulk.len(), BIG, "no echoed line cut by a pong");
+        for (i, line) in bulk.iter().enumerate() {
+            assert!(*line == big_line(i), "line {i} arrived whole and in order");
+        }
+        let (echoed, dropped) = server.await.unwrap();
+        assert_eq!((echoed, dropped), (BIG, 0));
+    })
+    .await
+    .expect("stuck");
+}
+
+/// A connection with only these timeouts.
+fn with_timeouts(timeouts: Timeouts) -> ConnConfig {
+    ConnConfig::default().timeouts(timeouts)
+}
+
+/// The stream's final error, which must be `which` timing out, and that
+/// the stream ends after it.
+async fn assert_timed_out<S, D>(conn: &mut FrameReader<S, D>, which: Timeout)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + cleave_tokio::Reset + Unpin,
+    D: Decoder,
+    D::Item: std::fmt::Debug,
+{
+    match conn.next().await {
+        Some(Err(ConnError::Protocol(Error::TimedOut(t)))) => assert_eq!(t, which),
+        other => panic!("{other:?}"),
+    }
+    assert!(conn.next().await.is_none(), "nothing after the final error");
+}
+
+#[tokio::test]
+async fn a_silent_client_is_ended_by_the_opening_timeout_with_a_fin() {
+    tokio::time::timeout(STUCK, async {
+        let (mut client, server) = pair().await;
+        let timeouts = Timeouts::default().opening(Some(Duration::from_millis(100)));
+        let mut conn = FrameReader::with_config(server, Lines::new(), with_timeouts(timeouts));
+        assert_timed_out(&mut conn, Timeout::Opening).await;
+        assert_eq!(conn.get_ref().linger().unwrap(), None, "no reset");
+        drop(conn);
+        let mut rest = Vec::new();
+        client.read_to_end(&mut rest).await.unwrap(); // a clean end
+        assert!(rest.is_empty());
+    })
+    .await
+    .expect("stuck");
+}
+
+#[tokio::test]
+async fn an_idle_client_is_ended_by_the_idle_timeout_after_its_answer() {
+    tokio::time::timeout(STUCK, async {
+        let (mut client, server) = pair().await;
+        let timeouts = Timeouts::default().idle(Some(Duration::from_millis(150)));
+        let mut conn = FrameReader::with_config(server, Lines::new(), with_timeouts(timeouts));
+        client.write_all(b"hello\n").await.unwrap();
+        assert_eq!(conn.next().await.unwrap().unwrap(), "hello");
+        conn.send(Bytes::from_static(b"hi\n")).await.unwrap();
+        // Then the client says nothing more.
+        assert_timed_out(&mut conn, Timeout::Idle).await;
+        drop(conn);
+        let mut rest = Vec::new();
+        client.read_to_end(&mut rest).await.unwrap();
+        assert_eq!(rest, b"hi\n", "the answer, then a clean end");
+    })
+    .await
+    .expect("stuck");
+}
+
+#[tokio::test]
+async fn a_trickling_client_is_ended_by_the_frame_timeout_with_a_reset() {
+    tokio::time::timeout(STUCK, async {
+        let (client, server) = pair().await;
+        let timeouts = Timeouts::default()
+            .idle(Some(Duration::from_secs(5)))
+            .frame(Some(Duration::from_millis(200)));
+        let mut conn = FrameReader::with_config(server, Lines::new(), with_timeouts(timeouts));
+        let (mut read, mut write) = client.into_split();
+        // One byte every 20 ms, never a whole line: the idle timeout never
+        // runs out, the frame timeout does.
+        let trickle = tokio::spawn(async move {
+            for _ in 0..1000 {
+                if write.write_all(b"x").await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        assert_timed_out(&mut conn, Timeout::Frame).await;
+        assert_eq!(
+            conn.get_ref().linger().unwrap(),
+            Some(Duration::ZERO),
+            "half a line unread: the close is a reset"
+        );
+        drop(conn);
+        let mut buf = [0; 16];
+        let end = read.read(&mut buf).await;
+        assert_eq!(
+            end.expect_err("a reset, not a clean end").kind(),
+            io::ErrorKind::ConnectionReset
+        );
+        trickle.abort();
+    })
+    .await
+    .expect("stuck");
+}
+
+#[tokio::test]
+async fn a_switch_hands_the_unread_bytes_to_the_next_protocol() {
+    tokio::time::timeout(STUCK, async {
+        let (mut client, server) = pair().await;
+        client.write_all(b"RAW\nbytes\x00as").await.unwrap();
+        let mut lines = Connection::new(server, Framed::new(Lines::new()));
+        assert_eq!(lines.next().await.unwrap().unwrap(), "RAW");
+        let mut raw = lines.switch(|_| Raw::new());
+        client.write_all(b" they come").await.unwrap();
+        client.shutdown().await.unwrap();
+        let mut got = Vec::new();
+        while let Some(chunk) = raw.next().await {
+            got.extend_from_slice(&chunk.unwrap());
+        }
+        assert_eq!(got, b"bytes\x00as they come");
+    })
+    .await
+    .expect("stuck");
+}
