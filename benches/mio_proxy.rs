@@ -2,19 +2,22 @@
 //! poll loop. Each client connection is a `Conn` with a routing session;
 //! the route's decision opens a `Conn` to the sink, and frames and tunnel
 //! bytes are queued on it. When that queue is full, the client's side stops
-//! reading until the sink's side has written.
+//! reading until the sink's side has written. Both sides take the same
+//! `ConnConfig` (receive buffer, write queue; the harness sets no
+//! timeouts).
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 
 use cleave_mio::Conn;
-use cleave_proto::{Bytes, Encoder, Event, Frame, Framed, Lines, Session, WriteQueueConfig};
+use cleave_proto::{Bytes, ConnConfig, Encoder, Event, Frame, Framed, Lines, Session};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
 const LISTENER: Token = Token(usize::MAX);
 
+/// The client's side: routed, then lines until `TUNNEL`, then raw bytes.
 type Inbound = Conn<TcpStream, Session<SocketAddr, Lines>>;
 /// The sink never sends; its read side only sees the end of the stream.
 type Outbound = Conn<TcpStream, Framed<Lines>>;
@@ -49,7 +52,7 @@ pub(crate) fn run(
     listener: std::net::TcpListener,
     connections: usize,
     session: impl Fn() -> Session<SocketAddr, Lines>,
-    queue: WriteQueueConfig,
+    config: ConnConfig,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let mut listener = TcpListener::from_std(listener);
@@ -71,7 +74,7 @@ pub(crate) fn run(
                         Ok((socket, _)) => {
                             socket.set_nodelay(true)?;
                             let i = pairs.len();
-                            let mut inbound = Conn::with_queue(socket, session(), queue);
+                            let mut inbound = Conn::with_config(socket, session(), config);
                             inbound.register(poll.registry(), client(i))?;
                             pairs.push(Some(Pair {
                                 inbound,
@@ -123,7 +126,7 @@ pub(crate) fn run(
                                 let socket = TcpStream::connect(decision.target)?;
                                 socket.set_nodelay(true)?;
                                 let mut outbound =
-                                    Conn::with_queue(socket, Framed::new(Lines::new()), queue);
+                                    Conn::with_config(socket, Framed::new(Lines::new()), config);
                                 outbound.register(poll.registry(), sink(i))?;
                                 pair.outbound = Some(outbound);
                             }
@@ -176,7 +179,7 @@ fn pump(pair: &mut Pair) -> io::Result<bool> {
         while let Some(item) = pair.waiting.pop_front() {
             let refused = match item {
                 Out::Frame(frame) => outbound
-                    .push_frame(frame)
+                    .push(frame)
                     .err()
                     .map(|r| Out::Frame(r.into_value())),
                 Out::Bytes(bytes) => outbound
@@ -189,9 +192,9 @@ fn pump(pair: &mut Pair) -> io::Result<bool> {
                 break;
             }
         }
-        let before = outbound.queue().len();
+        let before = outbound.conn().queue().len();
         outbound.on_writable().map_err(io::Error::other)?;
-        let moved = outbound.queue().len() < before;
+        let moved = outbound.conn().queue().len() < before;
         if pair.waiting.is_empty() || !moved {
             break;
         }
@@ -199,8 +202,8 @@ fn pump(pair: &mut Pair) -> io::Result<bool> {
     // Stop reading the client while the sink's queue is full.
     pair.paused = !pair.waiting.is_empty();
     pair.inbound.pause_reading(pair.paused);
-    if pair.inbound_done && pair.waiting.is_empty() && !outbound.queue().is_closed() {
-        outbound.close_write();
+    if pair.inbound_done && pair.waiting.is_empty() && !outbound.conn().queue().is_closed() {
+        outbound.close();
         outbound.on_writable().map_err(io::Error::other)?;
     }
     Ok(pair.inbound_done && pair.waiting.is_empty() && outbound.is_finished())

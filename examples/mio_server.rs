@@ -11,7 +11,9 @@
 //! Each line gets an answer: `PING` → `PONG`, `ADD a b` → the sum,
 //! anything else → its length. Lines are cut with `Lines` (at most 1 KiB),
 //! answers encoded with it and queued; a connection asks for `WRITABLE`
-//! only while answers wait for the socket.
+//! only while answers wait for the socket. A client that sends nothing for
+//! a minute, or takes 5 s to finish a line, is dropped (the connection's
+//! idle and frame timeouts, checked once a second).
 //!
 //! The built-in run connects every client first, so that all of them are
 //! open at once, then each sends its lines in small pieces, half-closes,
@@ -24,8 +26,8 @@ use std::net::{Shutdown, SocketAddr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use cleave_mio::{Conn, ConnError, Conns};
-use cleave_proto::{Bytes, Encoder, Framed, Lines, LinesConfig};
+use cleave_mio::{Conn, ConnError, Conns, ReadOutcome};
+use cleave_proto::{Bytes, ConnConfig, Encoder, Error, Framed, Lines, LinesConfig, Timeouts};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
@@ -35,6 +37,8 @@ const LISTENER: Token = Token(0);
 const FIRST_CONN: Token = Token(1);
 const LINES_PER_CLIENT: usize = 16;
 const CLIENT_THREADS: usize = 4;
+/// How often the loop looks for connections whose deadline passed.
+const SWEEP: Duration = Duration::from_secs(1);
 
 fn answer(line: &[u8]) -> Vec<u8> {
     let text = String::from_utf8_lossy(line);
@@ -58,6 +62,8 @@ struct Served {
     bytes_in: usize,
     bytes_out: usize,
     errors: usize,
+    /// Connections ended by their idle or frame timeout.
+    timed_out: usize,
 }
 
 /// The server: one thread, one `Poll`, the connections in cleave-mio's
@@ -73,17 +79,27 @@ fn serve(mut listener: TcpListener, stop_after: Option<usize>) -> io::Result<Ser
     let mut encoder = Lines::new();
     let mut served = Served::default();
     let mut closed = 0usize;
-    let config = LinesConfig::default().max_length(1024).strip_cr(true);
+    let lines_config = LinesConfig::default().max_length(1024).strip_cr(true);
+    // The demo's choices: a minute of silence, or 5 s for one line.
+    let timeouts = Timeouts::default()
+        .idle(Some(Duration::from_secs(60)))
+        .frame(Some(Duration::from_secs(5)));
+    let config = ConnConfig::default().timeouts(timeouts);
+    let mut next_sweep = Instant::now() + SWEEP;
 
     while stop_after.is_none_or(|n| closed < n) {
-        poll.poll(&mut events, None)?;
+        poll.poll(
+            &mut events,
+            Some(next_sweep.saturating_duration_since(Instant::now())),
+        )?;
         for event in &events {
             if event.token() == LISTENER {
                 let accepted = conns.accept(&listener, poll.registry(), |socket, _peer| {
                     // Answers go out as they are ready: no waiting for the
                     // client's acknowledgement (Nagle).
                     socket.set_nodelay(true).ok()?;
-                    Some(Conn::new(socket, Framed::new(Lines::with_config(config))))
+                    let lines = Framed::new(Lines::with_config(lines_config));
+                    Some(Conn::with_config(socket, lines, config))
                 })?;
                 served.connections += accepted.added;
                 served.errors += accepted.failed + accepted.refused;
@@ -94,52 +110,88 @@ fn serve(mut listener: TcpListener, stop_after: Option<usize>) -> io::Result<Ser
             let Some(conn) = conns.get_mut(token) else {
                 continue;
             };
-            let handled = handle(conn, event, &mut lines, &mut encoder, &mut served);
-            // Finished: deregistered, removed and closed; or registration
-            // brought up to date.
-            match handled.map(|()| conns.settle(poll.registry(), token)) {
-                Ok(Ok(None)) => {}
-                Ok(Ok(Some(_finished))) => closed += 1,
-                Err(_) | Ok(Err(_)) => {
-                    served.errors += 1;
-                    conns.take(token); // dropped: the socket closes
-                    closed += 1;
-                }
+            let outcome = conn.on_event(event, &mut lines);
+            let handled = handle(conn, outcome, &mut lines, &mut encoder, &mut served);
+            closed += settle(&mut conns, poll.registry(), token, handled, &mut served);
+        }
+        if Instant::now() >= next_sweep {
+            // The connections whose timeout ran out are ended.
+            let now = Instant::now();
+            let due: Vec<Token> = conns
+                .iter()
+                .filter(|(_, conn)| conn.deadline().is_some_and(|d| d <= now))
+                .map(|(token, _)| token)
+                .collect();
+            for token in due {
+                let Some(conn) = conns.get_mut(token) else {
+                    continue;
+                };
+                let outcome = conn.on_timeout(&mut lines).map(|()| ReadOutcome::default());
+                let handled = handle(conn, outcome, &mut lines, &mut encoder, &mut served);
+                closed += settle(&mut conns, poll.registry(), token, handled, &mut served);
             }
+            next_sweep = now + SWEEP;
         }
     }
     Ok(served)
 }
 
-/// One readiness event of one connection.
+/// After a connection was handled: its registration brought up to date;
+/// or, finished or failed, it is removed and closed. Returns 1 when it
+/// was.
+fn settle(
+    conns: &mut Conns<TcpStream, Framed<Lines>>,
+    registry: &mio::Registry,
+    token: Token,
+    handled: Result<(), BoxError>,
+    served: &mut Served,
+) -> usize {
+    match handled.map(|()| conns.settle(registry, token)) {
+        Ok(Ok(None)) => 0,
+        Ok(Ok(Some(_finished))) => 1,
+        Err(e) => {
+            match e.downcast_ref::<ConnError>() {
+                Some(ConnError::Protocol(Error::TimedOut(_))) => served.timed_out += 1,
+                _ => served.errors += 1,
+            }
+            conns.take(token); // dropped: the socket closes
+            1
+        }
+        Ok(Err(_)) => {
+            served.errors += 1;
+            conns.take(token);
+            1
+        }
+    }
+}
+
+/// What one readiness event (or timeout) of one connection brought:
+/// answers queued for the lines, the write side closed at the client's
+/// end, and everything written that the socket takes.
 fn handle(
     conn: &mut Conn<TcpStream, Framed<Lines>>,
-    event: &mio::event::Event,
+    mut outcome: Result<ReadOutcome, ConnError>,
     lines: &mut Vec<Bytes>,
     encoder: &mut Lines,
     served: &mut Served,
 ) -> Result<(), BoxError> {
-    let mut outcome = conn.on_event(event, lines);
     loop {
         for line in lines.drain(..) {
             served.lines += 1;
             let frame = encoder.encode(Bytes::from(answer(&line)))?;
             served.bytes_out += frame.len();
-            if let Err(rejected) = conn.push_frame(frame) {
+            if let Err(rejected) = conn.push(frame) {
                 // Full: write what we can, then the connection is too slow
                 // a reader for its answers; refuse the rest with an error.
                 conn.on_writable()?;
-                conn.push_frame(rejected.into_value())?;
+                conn.push(rejected.into_value())?;
             }
         }
-        let read = match outcome {
-            Ok(read) => read,
-            Err(ConnError::Protocol(e)) => return Err(e.into()), // a bad line: drop it
-            Err(e) => return Err(e.into()),
-        };
+        // A bad line, a timeout, a failed socket: drop the connection.
+        let read = outcome?;
         served.bytes_in += read.read;
         if read.eof {
-            conn.close_write(); // the client is done: answer, then end
+            conn.close(); // the client is done: answer, then end
         }
         if !read.more {
             break;
@@ -343,11 +395,12 @@ fn run(args: &[String]) -> Result<(), BoxError> {
         served.bytes_in, served.bytes_out
     );
     println!("errors               {:>10}", served.errors);
+    println!("timed out            {:>10}", served.timed_out);
     println!(
         "wall time            {seconds:>10.2} s   ({:.0} lines/s)",
         served.lines as f64 / seconds
     );
-    if served.errors > 0 || checked != served.lines {
+    if served.errors + served.timed_out > 0 || checked != served.lines {
         return Err("some connections failed".into());
     }
     Ok(())

@@ -1,102 +1,24 @@
-//! One connection's readiness-driven state: the socket, the read side's
-//! state machine, the write queue, and the interest they need.
+//! The driver: the core's [`cleave_proto::Conn`] over a socket, on
+//! readiness.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io;
 use std::time::{Duration, Instant};
 
-use cleave_proto::{Bytes, Frame, Inbound, Rejected, Ticket, WriteQueue, WriteQueueConfig};
+use cleave_proto::conn::{ConnConfig, Protocol, Shutdown};
+use cleave_proto::write::Push;
+use cleave_proto::{Refusal, Rejected, Ticket};
 use mio::event::Source;
 use mio::{Interest, Registry, Token};
 
 use crate::error::ConnError;
-
-/// How many slices one write hands the OS.
-const SLICES: usize = 64;
-
-/// What a [`Conn`] needs of its socket beyond `Read + Write`: a half-close,
-/// whether a short read proves it empty, and a reset.
-///
-/// Implemented for mio's `TcpStream` and `UnixStream` (which has no
-/// reset). A wrapper (TLS over a socket, say) implements it too:
-/// `shutdown_write` as it sees fit (a no-op for a source that cannot
-/// half-close), `short_read_drains` left `false` if a short read can leave
-/// bytes behind, and `reset_on_close` by calling its socket's.
-pub trait Socket: Read + Write {
-    /// Shuts the sending half down: the peer reads the end of the stream.
-    /// [`Conn::close_write`] calls it once the queue is empty.
-    ///
-    /// # Errors
-    ///
-    /// What the OS says.
-    fn shutdown_write(&self) -> io::Result<()>;
-
-    /// Whether a read that did not fill the buffer proves that the source
-    /// holds nothing more, so that the read that would only say
-    /// `WouldBlock` can be skipped. True for sockets under the
-    /// edge-triggered selectors mio uses on Linux and the BSDs (new bytes
-    /// raise a new event); false by default.
-    fn short_read_drains(&self) -> bool {
-        false
-    }
-
-    /// Makes the next close of the socket a reset: for TCP it sets
-    /// `SO_LINGER` to zero, so that dropping the socket sends a RST and
-    /// drops the data not yet sent, instead of a FIN after it.
-    /// [`Conn::reset`] calls it.
-    ///
-    /// # Errors
-    ///
-    /// What the OS says. By default `Unsupported`: a source with no reset,
-    /// whose peer sees a clean end when it is dropped.
-    fn reset_on_close(&self) -> io::Result<()> {
-        Err(io::ErrorKind::Unsupported.into())
-    }
-}
-
-/// epoll and kqueue: a short read on a socket drained it.
-const EDGE_TRIGGERED: bool = cfg!(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "illumos",
-    target_os = "macos",
-    target_os = "ios",
-    target_os = "freebsd",
-    target_os = "netbsd",
-    target_os = "openbsd",
-    target_os = "dragonfly",
-));
-
-impl Socket for mio::net::TcpStream {
-    fn shutdown_write(&self) -> io::Result<()> {
-        self.shutdown(std::net::Shutdown::Write)
-    }
-
-    fn short_read_drains(&self) -> bool {
-        EDGE_TRIGGERED
-    }
-
-    fn reset_on_close(&self) -> io::Result<()> {
-        socket2::SockRef::from(self).set_linger(Some(Duration::ZERO))
-    }
-}
-
-#[cfg(unix)]
-impl Socket for mio::net::UnixStream {
-    fn shutdown_write(&self) -> io::Result<()> {
-        self.shutdown(std::net::Shutdown::Write)
-    }
-
-    fn short_read_drains(&self) -> bool {
-        EDGE_TRIGGERED
-    }
-}
+use crate::socket::Socket;
 
 /// What a [`Conn::on_readable`] call did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadOutcome {
     /// Bytes read from the socket.
     pub read: usize,
-    /// Whether the peer ended its side (now or before).
+    /// Whether the peer ended its side, or reading stopped (now or before).
     pub eof: bool,
     /// Whether reading stopped at the read budget with bytes perhaps left
     /// in the socket: no new event will say so, so call
@@ -109,110 +31,78 @@ pub struct ReadOutcome {
 pub const DEFAULT_READ_BUDGET: usize = 64 * 1024;
 
 /// One connection driven on readiness, inside a poll loop you already
-/// have.
+/// have: the socket and the core's [`cleave_proto::Conn`], which owns the
+/// receive buffer, the write queue, the lifecycle and the timeouts.
 ///
-/// It owns the socket, the read side's state machine (any
-/// [`Inbound`]: a [`cleave_proto::Session`], a [`cleave_proto::Framed`] decoder) and a
-/// [`WriteQueue`]. Call [`on_readable`](Self::on_readable) and
-/// [`on_writable`](Self::on_writable) when mio says so, push what to send,
-/// and keep the registration up to date with
-/// [`update_registration`](Self::update_registration): it asks for
-/// `WRITABLE` only while something is queued, so an idle connection never
-/// wakes the loop.
+/// It moves bytes between the socket and the core and keeps the
+/// registration in line with what the core wants; every decision (when
+/// the read side is over, when to shut the write half, which timeout ran
+/// out) is the core's. The protocol is any [`Protocol`]: a
+/// [`Framed`](cleave_proto::Framed) decoder, a routing
+/// [`Session`](cleave_proto::Session), [`Raw`](cleave_proto::Raw) bytes,
+/// or one of yours that answers on the urgent lane.
 ///
 /// ```text
-///   accept ─> Conn::new(socket, inbound) ─> register(registry, token)
-///   event.is_readable()  ─> on_readable(&mut events)   (reads until WouldBlock or the
-///                                                       read budget: `more` says read on)
-///                            handle events; push / push_frame answers
-///   event.is_writable()  ─> on_writable()              (writes until WouldBlock or empty)
-///   after pushing        ─> on_writable()              (write now; WRITABLE covers the rest)
-///   deadline() passed    ─> on_deadline(&mut events)
+///   accept ─> Conn::with_config(socket, protocol, config) ─> register(registry, token)
+///   an event             ─> on_event(event, &mut out)   reads until WouldBlock or the read
+///                                                       budget (`more`: read on), and
+///                                                       writes if writable
+///                            handle `out`; push answers
+///   after pushing        ─> on_writable()               write now; WRITABLE covers the rest
+///   deadline() passed    ─> on_timeout(&mut out)        a timeout, an inspect delay
 ///   then, every time     ─> update_registration(registry, token)
 ///                            is_finished() ─> drop it
 ///
 ///   tunnelling two Conns (a proxy):
-///   one side's EOF       ─> the other's close_write()   (a clean end stays a half-close)
+///   one side's EOF       ─> the other's close()         (a clean end stays a half-close)
 ///   one side's ConnError::Io, reading or writing
 ///                        ─> the other's reset()         (a failure stays a failure)
-///                            deregister both and drop them: the RST goes out
 /// ```
 ///
 /// An idle connection holds no buffers: when a read finds the socket
-/// empty, the receive buffer gives back what it does not need
-/// ([`RecvBuf::release_idle`](cleave_proto::RecvBuf::release_idle)), and so
-/// does the write queue once flushed; nothing is allocated before the
-/// socket is readable.
-///
-/// Reads go straight into the [`Inbound`]'s [`RecvBuf`](cleave_proto::RecvBuf)
-/// (no second copy); writes are vectored.
+/// empty, the buffers give back what they do not need
+/// ([`cleave_proto::Conn::release_idle`]), and so does the queue once the
+/// answers are written. Reads go straight into the receive buffer (no
+/// second copy); writes are vectored.
 #[derive(Debug)]
 pub struct Conn<S, P> {
     io: S,
-    inbound: P,
-    queue: WriteQueue,
-    started: Instant,
-    /// The peer ended its side, or reading stopped for an error.
-    read_done: bool,
-    /// The caller stopped reading for now (flow control).
-    paused: bool,
-    /// `close_write` was called; `true` once the socket was shut down.
-    closing: bool,
-    write_shut: bool,
-    /// A write failed: nothing more goes out.
-    write_failed: bool,
+    conn: cleave_proto::Conn<P>,
+    /// The core's clock counts from here: `now` is `base.elapsed()`.
+    base: Instant,
     /// Bytes one read call takes before it stops (`ReadOutcome::more`).
     read_budget: usize,
-    /// The inbound was polled at least once (its clock started).
-    polled: bool,
-    /// The last read found the socket empty (see `went_idle`).
-    idle: bool,
+    /// The last read found the socket empty: the connection waits for its
+    /// peer, so a queue written out gives its memory back (a busy writer
+    /// keeps it).
+    drained: bool,
     /// What the socket is registered for, if it is.
     registered: Option<Interest>,
 }
 
-impl<S: Socket, P: Inbound> Conn<S, P> {
-    /// Drives `io` with `inbound` and the default write queue, from now.
-    pub fn new(io: S, inbound: P) -> Self {
-        Self::with_queue(io, inbound, WriteQueueConfig::default())
+impl<S: Socket, P: Protocol> Conn<S, P> {
+    /// Drives `io` with `protocol`, a default buffer and queue and no
+    /// timeouts, from now.
+    pub fn new(io: S, protocol: P) -> Self {
+        Self::with_config(io, protocol, ConnConfig::default())
     }
 
-    /// Drives `io` with `inbound` and a write queue with the given limits.
-    pub fn with_queue(io: S, inbound: P, config: WriteQueueConfig) -> Self {
+    /// Drives `io` with `protocol` and the given buffer, queue and
+    /// timeouts, from now: the timeouts run from here, before the first
+    /// byte arrives.
+    pub fn with_config(io: S, protocol: P, config: ConnConfig) -> Self {
         Self {
             io,
-            inbound,
-            queue: WriteQueue::with_config(config),
-            started: Instant::now(),
-            read_done: false,
-            paused: false,
-            closing: false,
-            write_shut: false,
-            write_failed: false,
+            conn: cleave_proto::Conn::with_config(protocol, config, Duration::ZERO),
+            base: Instant::now(),
             read_budget: DEFAULT_READ_BUDGET,
-            polled: false,
-            idle: false,
+            drained: false,
             registered: None,
         }
     }
 
-    /// Reads until the socket would block, the peer ends its side, the read
-    /// side's state machine is done or the [read
-    /// budget](Self::set_read_budget) is spent, and appends the events the
-    /// bytes make to `events`.
-    ///
-    /// Call it on every readable event (mio's are edge-triggered: the
-    /// socket must be read until it would block), and once after
-    /// [`pause_reading(false)`](Self::pause_reading).
-    ///
-    /// # Errors
-    ///
-    /// [`ConnError::Protocol`] when the bytes break the protocol or a limit
-    /// (final; the unread bytes stay in the inbound's buffer),
-    /// [`ConnError::Io`] when the socket fails (a reset, say). Events made
-    /// before the error are in `events`.
-    pub fn on_readable(&mut self, events: &mut Vec<P::Event>) -> Result<ReadOutcome, ConnError> {
-        self.read(events, false)
+    fn now(&self) -> Duration {
+        self.base.elapsed()
     }
 
     /// Handles one of mio's events for this connection: reads if it is
@@ -233,15 +123,14 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
         event: &mio::event::Event,
         events: &mut Vec<P::Event>,
     ) -> Result<ReadOutcome, ConnError> {
-        let mut outcome = ReadOutcome {
-            eof: self.read_done,
+        let mut read = Ok(ReadOutcome {
+            eof: self.conn.is_read_closed(),
             ..ReadOutcome::default()
-        };
-        let mut read = Ok(());
+        });
         if event.is_readable() || event.is_read_closed() || event.is_error() {
             let shortcut =
                 !event.is_read_closed() && !event.is_error() && self.io.short_read_drains();
-            read = self.read(events, shortcut).map(|o| outcome = o);
+            read = self.read(events, shortcut);
         }
         // Even when the read failed: a writable edge comes once, and an
         // answer to the bad input may be queued.
@@ -251,85 +140,95 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
                 written?;
             }
         }
-        read.map(|()| outcome)
+        read
     }
 
-    /// Reads as [`on_readable`](Self::on_readable) says; any error ends the
-    /// read side (a protocol error is final, a full buffer stays full).
+    /// Reads until the socket would block, the core wants no more bytes
+    /// (the peer ended its side, the protocol is done or failed, reading is
+    /// paused) or the [read budget](Self::set_read_budget) is spent, and
+    /// appends the events the bytes make to `events`.
+    ///
+    /// Call it on every readable event (mio's are edge-triggered: the
+    /// socket must be read until it would block), and once after
+    /// [`pause_reading(false)`](Self::pause_reading) or a
+    /// [`switch`](Self::switch). When it reads nothing it still hands out
+    /// what the protocol has left to say.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnError::Protocol`] when the bytes break the protocol or a limit
+    /// (final; the unread bytes stay in the connection's buffer),
+    /// [`ConnError::Io`] when the socket fails (a reset, say). Events made
+    /// before the error are in `events`.
+    pub fn on_readable(&mut self, events: &mut Vec<P::Event>) -> Result<ReadOutcome, ConnError> {
+        self.read(events, false)
+    }
+
     fn read(
         &mut self,
         events: &mut Vec<P::Event>,
         shortcut: bool,
     ) -> Result<ReadOutcome, ConnError> {
-        let read = self.read_until_empty(events, shortcut);
-        if read.is_err() {
-            self.read_done = true;
-        }
-        read
-    }
-
-    fn read_until_empty(
-        &mut self,
-        events: &mut Vec<P::Event>,
-        shortcut: bool,
-    ) -> Result<ReadOutcome, ConnError> {
         let mut outcome = ReadOutcome::default();
-        while !self.read_done && !self.paused && !self.inbound.is_closed() {
-            let buf = self.inbound.recv_buf();
-            let spare = buf.spare_mut()?;
-            match self.io.read(spare) {
-                Ok(0) => {
-                    buf.commit(0)?;
-                    self.read_done = true;
-                    self.inbound.handle_eof();
-                }
+        if !self.conn.wants_read() && self.conn.error().is_none() {
+            // Nothing to read, but a protocol just switched to may have
+            // buffered bytes, or the end of the stream, to hand out.
+            self.poll_events(events)?;
+        }
+        while self.conn.wants_read() {
+            let now = self.now();
+            let (io, mut room) = (&mut self.io, 0);
+            let read = self.conn.read_with(now, |spare| {
+                room = spare.len();
+                io.read(spare).map_err(ConnError::Io)
+            });
+            // A read that did not fill the room emptied the socket (see
+            // `Socket::short_read_drains`): the read that would only say
+            // WouldBlock can be skipped, as tokio does.
+            let emptied = matches!(read, Ok(n) if 0 < n && n < room);
+            match read {
                 Ok(n) => {
-                    self.idle = false;
-                    let drained = n < spare.len();
-                    buf.commit(n)?;
                     outcome.read += n;
-                    // A read that did not fill the buffer emptied the
-                    // socket (see `Socket::short_read_drains`): skip the
-                    // read that would only say WouldBlock, as tokio does.
-                    if drained && shortcut {
-                        self.poll_events(events)?;
-                        self.went_idle();
-                        break;
-                    }
+                    self.drained = false;
                 }
+                Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.went_idle();
+                    break;
+                }
+                Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    buf.commit(0)?;
-                    match e.kind() {
-                        io::ErrorKind::WouldBlock => {
-                            self.went_idle();
-                            break;
-                        }
-                        io::ErrorKind::Interrupted => continue,
-                        _ => {
-                            self.read_done = true;
-                            self.poll_events(events)?;
-                            return Err(e.into());
-                        }
+                    if matches!(e, ConnError::Io(_)) {
+                        self.conn.handle_read_error(now);
                     }
+                    self.poll_events(events)?; // what was complete before it
+                    return Err(e);
                 }
             }
             self.poll_events(events)?;
-            if outcome.read >= self.read_budget && !self.read_done {
+            if shortcut && emptied {
+                self.went_idle();
+                break;
+            }
+            if outcome.read >= self.read_budget && self.conn.wants_read() {
                 outcome.more = true;
                 break;
             }
         }
-        outcome.eof = self.read_done;
+        outcome.eof = self.conn.is_read_closed();
         Ok(outcome)
     }
 
-    /// The socket has nothing more to read: the connection waits for its
-    /// peer, so its buffers give back what they do not need (an empty
-    /// receive buffer its block, a flushed queue its run buffer).
+    /// The socket is empty: the buffers give back what they do not need.
     fn went_idle(&mut self) {
-        self.idle = true;
-        self.inbound.recv_buf().release_idle();
-        self.queue.release_idle();
+        self.drained = true;
+        self.conn.release_idle();
+    }
+
+    fn poll_events(&mut self, events: &mut Vec<P::Event>) -> Result<(), ConnError> {
+        while let Some(event) = self.conn.poll_event()? {
+            events.push(event);
+        }
+        Ok(())
     }
 
     /// How many bytes one [`on_event`](Self::on_event) or
@@ -343,9 +242,9 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
     }
 
     /// Writes what is queued until the socket would block or the queue is
-    /// empty; then, if [`close_write`](Self::close_write) was called and
-    /// everything is out, shuts the write half down. Returns whether the
-    /// queue is empty.
+    /// empty; then does what the core asks of the socket: shut the write
+    /// half down once everything is out after [`close`](Self::close), or
+    /// make its close a reset. Returns whether the queue is empty.
     ///
     /// Call it on every writable event and right after pushing.
     ///
@@ -354,135 +253,124 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
     /// What the socket says; the queue is aborted then (its tickets will
     /// never complete) and nothing more is written.
     pub fn on_writable(&mut self) -> Result<bool, ConnError> {
-        if self.write_failed {
-            return Err(ConnError::Io(io::ErrorKind::BrokenPipe.into()));
-        }
-        if let Err(e) = self.drain() {
-            self.write_failed = true;
-            self.queue.abort();
-            return Err(e.into());
-        }
-        let flushed = self.queue.is_flushed();
-        if flushed && self.idle {
-            // Answered, and nothing more to read: keep no write memory.
-            self.queue.release_idle();
-        }
-        if flushed && self.closing && !self.write_shut {
-            self.write_shut = true;
-            self.io.shutdown_write()?;
-        }
-        Ok(flushed)
-    }
-
-    fn drain(&mut self) -> io::Result<()> {
-        while !self.queue.is_flushed() {
-            let written = {
-                let mut slices = [IoSlice::new(&[]); SLICES];
-                let n = self.queue.io_slices(&mut slices);
-                match self.io.write_vectored(&slices[..n]) {
-                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                    Ok(written) => written,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
+        loop {
+            let now = self.now();
+            let io = &mut self.io;
+            let written = self
+                .conn
+                .write_with(now, |slices| match io.write_vectored(slices) {
+                    Ok(0) => Err(ConnError::Io(io::ErrorKind::WriteZero.into())),
+                    written => written.map_err(ConnError::Io),
+                });
+            match written {
+                Ok(0) => break, // nothing queued, or nothing may go out
+                Ok(_) => {}
+                Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.conn.handle_write_error(now);
+                    return Err(e);
                 }
-            };
-            self.queue
-                .advance(written)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            }
         }
-        Ok(())
+        if self.drained {
+            // Answered, and nothing more to read: keep no write memory.
+            self.conn.queue_mut().release_idle();
+        }
+        match self.shut_down() {
+            // A source with no reset: its peer sees a clean end.
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {}
+            done => done?,
+        }
+        Ok(self.conn.queue().is_flushed())
     }
 
-    /// Polls the read side with the time since the connection began: call
-    /// it when [`deadline`](Self::deadline) has passed (a session's inspect
-    /// delay), and the routing decision comes out.
+    /// Does to the socket what the core asks: a FIN or a reset.
+    fn shut_down(&mut self) -> io::Result<()> {
+        let Some(how) = self.conn.poll_shutdown() else {
+            return Ok(());
+        };
+        let done = match how {
+            Shutdown::Write => self.io.shutdown_write(),
+            Shutdown::Reset => self.io.reset_on_close(),
+        };
+        self.conn.handle_shutdown();
+        done
+    }
+
+    /// Call it when [`deadline`](Self::deadline) has passed: ends the
+    /// connection if one of its timeouts ran out, or lets the protocol
+    /// decide by the clock (a session's inspect delay: the routing decision
+    /// comes out in `events`). A timeout that ended the connection is acted
+    /// on at once: the write half is shut after what is queued, or the
+    /// socket set to reset, as the protocol said.
     ///
     /// # Errors
     ///
-    /// As [`on_readable`](Self::on_readable)'s protocol errors.
-    pub fn on_deadline(&mut self, events: &mut Vec<P::Event>) -> Result<(), ConnError> {
+    /// [`ConnError::Protocol`] with [`cleave_proto::Error::TimedOut`] when a
+    /// timeout ran out, and as [`on_readable`](Self::on_readable)'s
+    /// protocol errors and [`on_writable`](Self::on_writable)'s.
+    pub fn on_timeout(&mut self, events: &mut Vec<P::Event>) -> Result<(), ConnError> {
+        self.conn.handle_timeout(self.now());
         let polled = self.poll_events(events);
-        if polled.is_err() {
-            self.read_done = true;
-        }
-        polled
+        let written = self.on_writable();
+        polled?;
+        written.map(drop)
     }
 
-    fn poll_events(&mut self, events: &mut Vec<P::Event>) -> Result<(), ConnError> {
-        self.polled = true;
-        let now = self.started.elapsed();
-        while let Some(event) = self.inbound.poll_event(now)? {
-            events.push(event);
-        }
-        Ok(())
-    }
-
-    /// When the read side wants to be polled even if nothing arrives, with
-    /// [`on_deadline`](Self::on_deadline); use it for the poll loop's
-    /// timeout.
-    ///
-    /// Until the read side is polled the first time (by a read or by
-    /// `on_deadline`), this is the connection's start: the first poll
-    /// starts its clock, so a session's inspect delay runs even for a
-    /// client that never sends a byte (and never makes the socket
-    /// readable), and it gives the events the read side can make without
-    /// input (a router that decides on no bytes, frames already buffered).
+    /// When to call [`on_timeout`](Self::on_timeout) even if no event
+    /// comes: the earliest of the connection's running timeouts and the
+    /// protocol's own deadline (a session's inspect delay), known from the
+    /// start. Use it for the poll loop's timeout. `None` when nothing
+    /// runs (a deadline past what `Instant` can hold is none at all).
+    #[must_use]
     pub fn deadline(&self) -> Option<Instant> {
-        if !self.polled {
-            return Some(self.started);
-        }
-        // A delay past what `Instant` can hold is no deadline at all.
-        self.inbound
-            .deadline()
-            .and_then(|d| self.started.checked_add(d))
+        self.conn
+            .poll_timeout()
+            .and_then(|at| self.base.checked_add(at))
     }
 
-    /// The time the read side's clock counts from (the connection's start).
+    /// The time the connection's clock counts from (its creation).
+    #[must_use]
     pub fn started(&self) -> Instant {
-        self.started
+        self.base
     }
 
-    /// Queues `bytes`; see [`WriteQueue::push`]. Call
+    /// Queues `item` (`Bytes` or an encoded `Frame`) in the bulk lane. Call
     /// [`on_writable`](Self::on_writable) afterwards to write.
     ///
     /// # Errors
     ///
-    /// The bytes come back when the queue is full or closed.
-    pub fn push(&mut self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
-        self.queue.push(bytes)
+    /// The item comes back when the lane is full (write, then push again)
+    /// or the queue is closed.
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    pub fn push<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        self.conn.push(item)
     }
 
-    /// Queues an encoded frame; see [`WriteQueue::push_frame`].
+    /// Queues `item` in the urgent lane: ahead of queued bulk data, between
+    /// frames.
     ///
     /// # Errors
     ///
-    /// The frame comes back when the queue is full or closed.
-    #[allow(clippy::result_large_err)] // the frame comes back by value, as in the core
-    pub fn push_frame(&mut self, frame: Frame) -> Result<Ticket, Rejected<Frame>> {
-        self.queue.push_frame(frame)
+    /// As [`push`](Self::push), against the urgent lane's limits.
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    pub fn push_urgent<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        self.conn.push_urgent(item)
     }
 
-    /// Stops (or resumes) reading, for flow control: while paused, the
-    /// connection does not ask for `READABLE`. After resuming, call
-    /// [`on_readable`](Self::on_readable) once: bytes may be waiting, and
-    /// no new event will say so.
-    pub fn pause_reading(&mut self, paused: bool) {
-        self.paused = paused;
+    /// Ends the write side cleanly: the queue takes nothing more, what it
+    /// holds still goes out, then the write half is shut down (by
+    /// [`on_writable`](Self::on_writable)).
+    pub fn close(&mut self) {
+        self.conn.close();
     }
 
-    /// Closes the write queue: what is queued still goes out, then the
-    /// write half is shut down (by [`on_writable`](Self::on_writable)).
-    pub fn close_write(&mut self) {
-        self.queue.close();
-        self.closing = true;
-    }
-
-    /// Ends the connection with a reset: makes the socket's close a reset
-    /// ([`Socket::reset_on_close`]: for TCP, `SO_LINGER` 0), aborts the
-    /// write queue (its tickets never complete; pushes are refused) and
-    /// ends reading and writing, so that [`is_finished`](Self::is_finished)
-    /// is true and [`interest`](Self::interest) is `None`. Deregister the
+    /// Ends the connection with a reset, at once: aborts the write queue
+    /// (its tickets never complete; pushes are refused), stops reading and
+    /// makes the socket's close a reset ([`Socket::reset_on_close`]: for
+    /// TCP, `SO_LINGER` 0), so that [`is_finished`](Self::is_finished) is
+    /// true and [`interest`](Self::interest) is `None`. Deregister the
     /// connection and drop it: dropping the socket sends the RST, and drops
     /// what the kernel had not sent yet.
     ///
@@ -497,23 +385,25 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
     /// with no reset, whose peer then sees a clean end). The connection is
     /// finished either way.
     pub fn reset(&mut self) -> io::Result<()> {
-        let reset = self.io.reset_on_close();
-        self.queue.abort();
-        // Nothing more goes out or comes in: both sides are done.
-        self.write_failed = true;
-        self.read_done = true;
-        reset
+        self.conn.reset();
+        self.shut_down()
     }
 
-    /// What the connection needs to be woken for: `READABLE` while it
-    /// reads, `WRITABLE` only while something is queued (or a shutdown is
-    /// due). `None` when it needs nothing: it is finished, or paused with
-    /// nothing to write.
+    /// Stops (or resumes) reading, for flow control: while paused, the
+    /// connection does not ask for `READABLE`. After resuming, call
+    /// [`on_readable`](Self::on_readable) once: bytes may be waiting, and
+    /// no new event will say so.
+    pub fn pause_reading(&mut self, paused: bool) {
+        self.conn.pause_reading(paused);
+    }
+
+    /// What the connection needs to be woken for: `READABLE` while the core
+    /// wants bytes, `WRITABLE` only while something is queued (or a
+    /// shutdown is due). `None` when it needs nothing: it is finished, or
+    /// paused with nothing to write.
+    #[must_use]
     pub fn interest(&self) -> Option<Interest> {
-        let read = !self.read_done && !self.paused && !self.inbound.is_closed();
-        let write =
-            !self.write_failed && (!self.queue.is_flushed() || (self.closing && !self.write_shut));
-        match (read, write) {
+        match (self.conn.wants_read(), self.conn.wants_write()) {
             (true, true) => Some(Interest::READABLE | Interest::WRITABLE),
             (true, false) => Some(Interest::READABLE),
             (false, true) => Some(Interest::WRITABLE),
@@ -521,55 +411,79 @@ impl<S: Socket, P: Inbound> Conn<S, P> {
         }
     }
 
-    /// Whether both sides are done: the peer ended (or reading failed) and
-    /// everything queued is written (and the write half shut down, if
-    /// [`close_write`](Self::close_write) was called), or writing failed.
+    /// Whether the connection is over: no event will come and nothing is
+    /// left to write (see [`cleave_proto::Conn::is_finished`]). Deregister
+    /// and drop it.
+    #[must_use]
     pub fn is_finished(&self) -> bool {
-        let read = self.read_done || self.inbound.is_closed();
-        let write =
-            self.write_failed || (self.queue.is_flushed() && self.write_shut == self.closing);
-        read && write
+        self.conn.is_finished()
     }
 
-    /// Whether the peer ended its side (or reading stopped for an error).
+    /// Whether the peer ended its side, or reading stopped (an error, a
+    /// timeout, a reset).
+    #[must_use]
     pub fn is_read_closed(&self) -> bool {
-        self.read_done
+        self.conn.is_read_closed()
     }
 
-    /// The read side's state machine.
-    pub fn inbound(&self) -> &P {
-        &self.inbound
+    /// The core's connection: the buffer, the queue, the lifecycle.
+    #[must_use]
+    pub fn conn(&self) -> &cleave_proto::Conn<P> {
+        &self.conn
     }
 
-    /// The read side's state machine, to inspect or reconfigure it.
-    pub fn inbound_mut(&mut self) -> &mut P {
-        &mut self.inbound
+    /// The core's connection, to inspect the queue or change the timeouts.
+    pub fn conn_mut(&mut self) -> &mut cleave_proto::Conn<P> {
+        &mut self.conn
     }
 
-    /// The write queue.
-    pub fn queue(&self) -> &WriteQueue {
-        &self.queue
+    /// The protocol.
+    #[must_use]
+    pub fn protocol(&self) -> &P {
+        self.conn.protocol()
     }
 
-    /// The write queue, to push urgent data, close or inspect it.
-    pub fn queue_mut(&mut self) -> &mut WriteQueue {
-        &mut self.queue
+    /// The protocol, to reconfigure it between events.
+    pub fn protocol_mut(&mut self) -> &mut P {
+        self.conn.protocol_mut()
     }
 
     /// The socket.
+    #[must_use]
     pub fn get_ref(&self) -> &S {
         &self.io
     }
 
-    /// The socket and the state: the inbound's buffer holds what was read
-    /// and not handed out, the queue what was not written. Deregister the
-    /// socket first if it is registered.
-    pub fn into_parts(self) -> (S, P, WriteQueue) {
-        (self.io, self.inbound, self.queue)
+    /// Hands the connection to another protocol: the same socket,
+    /// registration, clock, buffer (unread bytes in place), queue and
+    /// lifecycle (see [`cleave_proto::Conn::switch`]). After a routing
+    /// decision, say, a [`Raw`](cleave_proto::Raw) tunnel.
+    ///
+    /// Call [`on_readable`](Self::on_readable) once after it: the new
+    /// protocol may have bytes already read, or the end of the stream, to
+    /// hand out, and no new event will say so.
+    #[must_use = "the connection, with its unread bytes, is in the result"]
+    pub fn switch<Q: Protocol>(self, next: impl FnOnce(P) -> Q) -> Conn<S, Q> {
+        Conn {
+            io: self.io,
+            conn: self.conn.switch(next),
+            base: self.base,
+            read_budget: self.read_budget,
+            drained: self.drained,
+            registered: self.registered,
+        }
+    }
+
+    /// The socket and the core's connection, whose buffer holds what was
+    /// read and not handed out and whose queue what was not written.
+    /// Deregister the socket first if it is registered.
+    #[must_use = "the buffer holds the unread bytes: hand them on"]
+    pub fn into_parts(self) -> (S, cleave_proto::Conn<P>) {
+        (self.io, self.conn)
     }
 }
 
-impl<S: Socket + Source, P: Inbound> Conn<S, P> {
+impl<S: Socket + Source, P: Protocol> Conn<S, P> {
     /// Registers the socket with what [`interest`](Self::interest) says.
     ///
     /// # Errors

@@ -6,13 +6,14 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use cleave_proto::Inbound;
+use cleave_proto::Protocol;
 use mio::event::Source;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Registry, Token};
 use slab::Slab;
 
-use crate::conn::{Conn, Socket};
+use crate::conn::Conn;
+use crate::socket::Socket;
 
 /// The connections of one poll loop, each under its own [`Token`].
 ///
@@ -34,6 +35,8 @@ use crate::conn::{Conn, Socket};
 ///       LISTENER ─> conns.accept(&listener, registry, |socket, peer| Some(Conn::new(..)))
 ///       token    ─> let conn = conns.get_mut(token)?; conn.on_event(event, &mut out); ...
 ///                   conns.settle(registry, token)      reregisters, or removes when finished
+///   for each token whose connection's deadline() passed (from conns.iter()):
+///                   conns.get_mut(token)?.on_timeout(&mut out); ...; conns.settle(registry, token)
 /// ```
 ///
 /// A token is reused once its connection is removed. An event still queued
@@ -135,7 +138,7 @@ impl<S, P> Conns<S, P> {
     }
 }
 
-impl<S: Socket + Source, P: Inbound> Conns<S, P> {
+impl<S: Socket + Source, P: Protocol> Conns<S, P> {
     /// Registers `conn` under a free token and keeps it.
     ///
     /// # Errors
@@ -194,8 +197,8 @@ impl<S: Socket + Source, P: Inbound> Conns<S, P> {
         Ok(self.take(token))
     }
 
-    /// The earliest [deadline](Conn::deadline) of all connections (a
-    /// session's inspect delay): the poll's timeout. It looks at every
+    /// The earliest [deadline](Conn::deadline) of all connections (their
+    /// timeouts, a session's inspect delay): the poll's timeout. It looks at every
     /// connection; a loop with very many keeps its own timer wheel instead.
     #[must_use]
     pub fn next_deadline(&self) -> Option<Instant> {
@@ -219,7 +222,7 @@ pub struct Accepted {
     pub failed: usize,
 }
 
-impl<P: Inbound> Conns<TcpStream, P> {
+impl<P: Protocol> Conns<TcpStream, P> {
     /// Accepts every connection `listener` has waiting (call it on each of
     /// the listener's readable events), makes each a [`Conn`] with `make`
     /// (`None` refuses it: the socket is closed) and [inserts](Self::insert)

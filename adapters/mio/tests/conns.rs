@@ -119,11 +119,11 @@ fn a_server_on_conns_holds_every_connection_at_once_then_removes_each() {
             for line in lines.drain(..) {
                 let mut answer = line.to_vec();
                 answer.push(b'!');
-                conn.push_frame(encoder.encode(Bytes::from(answer)).unwrap())
+                conn.push(encoder.encode(Bytes::from(answer)).unwrap())
                     .unwrap();
             }
             if outcome.eof {
-                conn.close_write();
+                conn.close();
             }
             conn.on_writable().unwrap();
             if let Some(done) = conns.settle(poll.registry(), token).unwrap() {
@@ -258,16 +258,21 @@ fn next_deadline_is_the_earliest_inspect_delay() {
     let (b, _cb) = pair();
     let (mut slow, mut quick) = (
         Conn::new(a, session(Duration::from_secs(30))),
-        Conn::new(b, session(Duration::from_millis(50))),
+        Conn::new(b, session(Duration::from_secs(5))),
     );
-    // Not polled yet: due at once, so that the first poll starts the clock.
-    assert_eq!(quick.deadline(), Some(quick.started()));
-    let mut out = Vec::new();
-    slow.on_deadline(&mut out).unwrap();
-    quick.on_deadline(&mut out).unwrap();
-    assert!(out.is_empty(), "nothing to decide on yet");
+    // Known from the start, before any byte or poll.
     let quick_deadline = quick.deadline().expect("a session sniffing has a deadline");
-    assert!(quick_deadline >= quick.started() + Duration::from_millis(50));
+    assert_eq!(quick_deadline, quick.started() + Duration::from_secs(5));
+    assert_eq!(
+        slow.deadline(),
+        Some(slow.started() + Duration::from_secs(30))
+    );
+    // Woken early: nothing to decide on yet, and the deadline stays.
+    let mut out = Vec::new();
+    slow.on_timeout(&mut out).unwrap();
+    quick.on_timeout(&mut out).unwrap();
+    assert!(out.is_empty(), "nothing to decide on yet");
+    assert_eq!(quick.deadline(), Some(quick_deadline));
     assert!(slow.deadline().unwrap() > quick_deadline);
     conns
         .insert(poll.registry(), slow)

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use cleave_mio::{Conn, ConnError};
 use cleave_proto::route::{Match, Reason, Router, RouterConfig};
 use cleave_proto::{
-    Bytes, Encoder, Error, Event, Framed, Lines, Session, SessionConfig, WriteQueueConfig,
+    Bytes, ConnConfig, Encoder, Error, Event, Framed, Lines, Protocol, Session, SessionConfig,
+    WriteQueueConfig,
 };
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
@@ -81,7 +82,7 @@ fn serve_lines(poll: &mut Poll, listener: &mut TcpListener, expected: usize) -> 
             };
             // One call per event: reads (skipping the read that would only
             // say WouldBlock) and writes.
-            let (closed, queued) = (conn.is_read_closed(), conn.queue().len());
+            let (closed, queued) = (conn.is_read_closed(), conn.conn().queue().len());
             let mut outcome = conn.on_event(event, &mut lines).unwrap();
             while outcome.more {
                 // The read budget ran out (not with these small streams).
@@ -90,19 +91,20 @@ fn serve_lines(poll: &mut Poll, listener: &mut TcpListener, expected: usize) -> 
                 outcome.more = more.more;
                 outcome.eof = more.eof;
             }
-            let progress =
-                outcome.read > 0 || conn.is_read_closed() != closed || conn.queue().len() < queued;
+            let progress = outcome.read > 0
+                || conn.is_read_closed() != closed
+                || conn.conn().queue().len() < queued;
             if !progress {
                 idle_wakeups += 1;
             }
             for line in lines.drain(..) {
                 let mut answer = line.to_vec();
                 answer.push(b'!');
-                conn.push_frame(encoder.encode(Bytes::from(answer)).unwrap())
+                conn.push(encoder.encode(Bytes::from(answer)).unwrap())
                     .unwrap();
             }
             if outcome.eof {
-                conn.close_write();
+                conn.close();
             }
             conn.on_writable().unwrap(); // the answers just queued
             conn.update_registration(poll.registry(), token).unwrap();
@@ -227,29 +229,30 @@ fn partial_writes_under_a_small_send_buffer_keep_every_byte_in_order() {
     socket.set_nonblocking(true).unwrap();
     let socket = TcpStream::from_std(socket);
 
-    let config = WriteQueueConfig::default().max_bytes(TOTAL).unwrap();
-    let mut conn = Conn::with_queue(socket, Framed::new(Lines::new()), config);
+    let config =
+        ConnConfig::default().write_queue(WriteQueueConfig::default().max_bytes(TOTAL).unwrap());
+    let mut conn = Conn::with_config(socket, Framed::new(Lines::new()), config);
     let payload: Vec<u8> = (0..TOTAL).map(|i| (i % 251) as u8).collect();
     let payload = Bytes::from(payload);
     for piece in (0..TOTAL).step_by(64 * 1024) {
         conn.push(payload.slice(piece..piece + 64 * 1024)).unwrap();
     }
-    conn.close_write();
+    conn.close();
 
     let mut poll = Poll::new().unwrap();
     conn.register(poll.registry(), Token(0)).unwrap();
     let mut events = Events::with_capacity(8);
     let (mut partial, mut idle) = (0, 0);
-    while !conn.queue().is_flushed() || conn.interest().is_some_and(|i| i.is_writable()) {
+    while !conn.conn().queue().is_flushed() || conn.interest().is_some_and(|i| i.is_writable()) {
         poll_once(&mut poll, &mut events, STALLED);
         assert!(!events.is_empty(), "the loop stalled");
         for event in &events {
             if !event.is_writable() {
                 continue;
             }
-            let before = conn.queue().len();
+            let before = conn.conn().queue().len();
             let flushed = conn.on_writable().unwrap();
-            if conn.queue().len() == before && !flushed {
+            if conn.conn().queue().len() == before && !flushed {
                 idle += 1;
             }
             if !flushed {
@@ -284,7 +287,7 @@ fn http_or_fallback(delay: Duration) -> Router<&'static str> {
 }
 
 /// Drives `conn` until `done` says so, collecting the events.
-fn drive<P: cleave_proto::Inbound>(
+fn drive<P: Protocol>(
     poll: &mut Poll,
     conn: &mut Conn<TcpStream, P>,
     out: &mut Vec<P::Event>,
@@ -300,7 +303,7 @@ fn drive<P: cleave_proto::Inbound>(
         let mut result = Ok(());
         if events.is_empty() {
             assert!(conn.deadline().is_some(), "the loop stalled");
-            result = conn.on_deadline(out);
+            result = conn.on_timeout(out);
         }
         for event in &events {
             if event.is_readable() {
@@ -375,9 +378,9 @@ fn after_the_peer_half_closes_the_answers_still_go_out() {
     );
     let mut encoder = Lines::new();
     for line in lines.drain(..) {
-        conn.push_frame(encoder.encode(line).unwrap()).unwrap();
+        conn.push(encoder.encode(line).unwrap()).unwrap();
     }
-    conn.close_write();
+    conn.close();
     conn.on_writable().unwrap();
     drive(&mut poll, &mut conn, &mut lines, |c, _, _| c.is_finished()).unwrap_or(());
     let mut answers = String::new();
@@ -442,7 +445,7 @@ fn an_inspect_delay_past_what_instant_holds_means_no_deadline() {
     let router = http_or_fallback(Duration::MAX);
     let mut conn = Conn::new(server, Session::tunnel(router, SessionConfig::default()));
     let mut out = Vec::new();
-    conn.on_deadline(&mut out).unwrap();
+    conn.on_timeout(&mut out).unwrap();
     assert!(out.is_empty());
     assert_eq!(conn.deadline(), None, "never by the clock");
 }
@@ -464,11 +467,11 @@ fn after_a_protocol_error_the_answer_goes_out_and_the_connection_finishes() {
         other => panic!("{other:?}"),
     }
     // The read side is over: no more READABLE, and the error stays.
-    assert!(conn.is_read_closed() && cleave_proto::Inbound::is_closed(conn.inbound()));
+    assert!(conn.is_read_closed() && conn.conn().is_read_done());
     assert_eq!(conn.interest(), None);
     conn.push(Bytes::from_static(b"ERR line too long\n"))
         .unwrap();
-    conn.close_write();
+    conn.close();
     assert_eq!(conn.interest(), Some(Interest::WRITABLE));
     assert!(conn.on_writable().unwrap());
     assert!(

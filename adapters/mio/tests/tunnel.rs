@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use cleave_mio::{Conn, ConnError, ReadOutcome};
 use cleave_proto::route::Router;
-use cleave_proto::{Bytes, Event, Session, SessionConfig, WriteQueueConfig};
+use cleave_proto::{Bytes, ConnConfig, Event, Session, SessionConfig, WriteQueueConfig};
 use mio::net::TcpStream;
 use mio::{Events, Poll, Token};
 
@@ -63,15 +63,16 @@ struct Proxied {
 
 impl Tunnel {
     fn new(poll: &Poll, client: std::net::TcpStream, backend: std::net::TcpStream) -> Self {
-        let config = WriteQueueConfig::default()
+        let queue = WriteQueueConfig::default()
             .max_bytes(1 << 20)
             .unwrap()
             .max_items(1 << 16)
             .unwrap();
+        let config = ConnConfig::default().write_queue(queue);
         let side = |socket: std::net::TcpStream| {
             socket.set_nonblocking(true).unwrap();
             let session = Session::tunnel(Router::new(()), SessionConfig::default());
-            Conn::with_queue(TcpStream::from_std(socket), session, config)
+            Conn::with_config(TcpStream::from_std(socket), session, config)
         };
         let mut tunnel = Self {
             sides: [side(client), side(backend)],
@@ -80,10 +81,10 @@ impl Tunnel {
             error: None,
         };
         for i in [CLIENT, BACKEND] {
-            // The router decides at the first poll: `Routed`, then the
-            // (empty) tail.
+            // A router with no rules decides on no bytes, at the first
+            // poll: `Routed`, then the (empty) tail.
             let mut out = Vec::new();
-            tunnel.sides[i].on_deadline(&mut out).unwrap();
+            tunnel.sides[i].on_timeout(&mut out).unwrap();
             assert!(matches!(out[0], Event::Routed(_)), "{out:?}");
             tunnel.forward(i, &mut out);
             tunnel.sides[i].register(poll.registry(), Token(i)).unwrap();
@@ -125,14 +126,14 @@ impl Tunnel {
                 Err(e) => panic!("side {i}: {e}"),
             };
             if read.eof {
-                self.sides[other].close_write();
+                self.sides[other].close();
             }
             match self.sides[other].on_writable() {
                 Ok(_) => {}
                 Err(ConnError::Io(e)) => return self.fail(e),
                 Err(e) => panic!("side {other}: {e}"),
             }
-            let full = self.sides[other].queue().len() >= HIGH_WATER;
+            let full = self.sides[other].conn().queue().len() >= HIGH_WATER;
             self.paused[i] = full;
             self.sides[i].pause_reading(full);
             if full || !read.more {
@@ -146,7 +147,7 @@ impl Tunnel {
     /// drained below the mark.
     fn resume(&mut self) {
         for i in [CLIENT, BACKEND] {
-            let drained = self.sides[1 - i].queue().len() < HIGH_WATER;
+            let drained = self.sides[1 - i].conn().queue().len() < HIGH_WATER;
             if self.paused[i] && drained && !self.sides[i].is_finished() {
                 self.paused[i] = false;
                 self.sides[i].pause_reading(false);
@@ -425,7 +426,7 @@ fn reset_finishes_the_connection_and_its_drop_sends_a_rst() {
     conn.reset().unwrap();
     assert!(conn.is_finished() && conn.is_read_closed());
     assert_eq!(conn.interest(), None);
-    assert!(conn.queue().is_flushed(), "the queue is aborted");
+    assert!(conn.conn().queue().is_flushed(), "the queue is aborted");
     assert!(conn.push(Bytes::from_static(b"late")).is_err());
     let linger = socket2::SockRef::from(conn.get_ref()).linger().unwrap();
     assert_eq!(linger, Some(Duration::ZERO));

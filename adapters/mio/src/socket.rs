@@ -1,0 +1,85 @@
+//! [`Socket`]: what a [`Conn`](crate::Conn) needs of its source beyond
+//! `Read + Write`.
+
+use std::io::{self, Read, Write};
+use std::time::Duration;
+
+/// What a [`Conn`](crate::Conn) needs of its socket beyond `Read + Write`:
+/// a half-close, whether a short read proves it empty, and a reset.
+///
+/// Implemented for mio's `TcpStream` and `UnixStream` (which has no
+/// reset). A wrapper (TLS over a socket, say) implements it too:
+/// `shutdown_write` as it sees fit (a no-op for a source that cannot
+/// half-close), `short_read_drains` left `false` if a short read can leave
+/// bytes behind, and `reset_on_close` by calling its socket's.
+pub trait Socket: Read + Write {
+    /// Shuts the sending half down: the peer reads the end of the stream.
+    /// The connection calls it once, when it was closed and everything
+    /// queued is out ([`Shutdown::Write`](cleave_proto::conn::Shutdown::Write)).
+    ///
+    /// # Errors
+    ///
+    /// What the OS says.
+    fn shutdown_write(&self) -> io::Result<()>;
+
+    /// Whether a read that did not fill the buffer proves that the source
+    /// holds nothing more, so that the read that would only say
+    /// `WouldBlock` can be skipped. True for sockets under the
+    /// edge-triggered selectors mio uses on Linux and the BSDs (new bytes
+    /// raise a new event); false by default.
+    fn short_read_drains(&self) -> bool {
+        false
+    }
+
+    /// Makes the next close of the socket a reset: for TCP it sets
+    /// `SO_LINGER` to zero, so that dropping the socket sends a RST and
+    /// drops the data not yet sent, instead of a FIN after it. The
+    /// connection calls it when it is reset
+    /// ([`Shutdown::Reset`](cleave_proto::conn::Shutdown::Reset)).
+    ///
+    /// # Errors
+    ///
+    /// What the OS says. By default `Unsupported`: a source with no reset,
+    /// whose peer sees a clean end when it is dropped.
+    fn reset_on_close(&self) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+/// epoll and kqueue: a short read on a socket drained it.
+const EDGE_TRIGGERED: bool = cfg!(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "illumos",
+    target_os = "macos",
+    target_os = "ios",
+    target_os = "freebsd",
+    target_os = "netbsd",
+    target_os = "openbsd",
+    target_os = "dragonfly",
+));
+
+impl Socket for mio::net::TcpStream {
+    fn shutdown_write(&self) -> io::Result<()> {
+        self.shutdown(std::net::Shutdown::Write)
+    }
+
+    fn short_read_drains(&self) -> bool {
+        EDGE_TRIGGERED
+    }
+
+    fn reset_on_close(&self) -> io::Result<()> {
+        socket2::SockRef::from(self).set_linger(Some(Duration::ZERO))
+    }
+}
+
+#[cfg(unix)]
+impl Socket for mio::net::UnixStream {
+    fn shutdown_write(&self) -> io::Result<()> {
+        self.shutdown(std::net::Shutdown::Write)
+    }
+
+    fn short_read_drains(&self) -> bool {
+        EDGE_TRIGGERED
+    }
+}
