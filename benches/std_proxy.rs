@@ -1,29 +1,31 @@
 //! The stream harness's cleave-std proxy: a thread per connection. The
 //! client's side is a `Stream` with a routing session; the sink's side a
-//! `Stream` used only to write. Events that arrived together are queued,
-//! then written with one vectored write.
+//! `Stream` used only to write (its protocol, `Raw`, never reads). Events
+//! that arrived together are queued, then written with one vectored write.
 
 use std::io;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
 
-use cleave_proto::{Encoder, Event, Lines, Session};
+use cleave_proto::{ConnConfig, Encoder, Event, Lines, Raw, Session};
 use cleave_std::Stream;
 
-type Sink = Stream<TcpStream, ()>;
+type Sink = Stream<TcpStream, Raw>;
 
 /// Runs the proxy until `connections` connections have come and finished.
+/// Both sides of each connection have `config`'s buffer and queue.
 pub(crate) fn run(
     listener: TcpListener,
     connections: usize,
     session: impl Fn() -> Session<SocketAddr, Lines>,
+    config: ConnConfig,
 ) -> io::Result<()> {
     let mut threads = Vec::with_capacity(connections);
     for _ in 0..connections {
         let (socket, _) = listener.accept()?;
         socket.set_nodelay(true)?;
         let session = session();
-        threads.push(thread::spawn(move || proxy(socket, session)));
+        threads.push(thread::spawn(move || proxy(socket, session, config)));
     }
     for thread in threads {
         thread
@@ -33,22 +35,25 @@ pub(crate) fn run(
     Ok(())
 }
 
-fn proxy(socket: TcpStream, session: Session<SocketAddr, Lines>) -> io::Result<()> {
-    let mut client = Stream::new(socket, session);
+fn proxy(
+    socket: TcpStream,
+    session: Session<SocketAddr, Lines>,
+    config: ConnConfig,
+) -> io::Result<()> {
+    let mut client = Stream::with_config(socket, session, config);
     let mut sink: Option<Sink> = None;
     let mut lines = Lines::new();
-    while let Some(event) = client.recv().map_err(io::Error::other)? {
-        forward(event, &mut sink, &mut lines)?;
-        while let Some(event) = client.recv_buffered().map_err(io::Error::other)? {
-            forward(event, &mut sink, &mut lines)?;
+    while let Some(event) = client.recv()? {
+        forward(event, &mut sink, &mut lines, config)?;
+        while let Some(event) = client.recv_buffered()? {
+            forward(event, &mut sink, &mut lines, config)?;
         }
         if let Some(sink) = sink.as_mut() {
-            sink.drain()?;
+            sink.flush()?;
         }
     }
     if let Some(mut sink) = sink {
-        sink.close()?;
-        sink.get_ref().shutdown(Shutdown::Write)?;
+        sink.close()?; // what is left, then a FIN
     }
     Ok(())
 }
@@ -57,16 +62,17 @@ fn forward(
     event: Event<SocketAddr, cleave_proto::Bytes>,
     sink: &mut Option<Sink>,
     lines: &mut Lines,
+    config: ConnConfig,
 ) -> io::Result<()> {
     match event {
         Event::Routed(decision) => {
             let socket = TcpStream::connect(decision.target)?;
             socket.set_nodelay(true)?;
-            *sink = Some(Stream::new(socket, ()));
+            *sink = Some(Stream::with_config(socket, Raw::new(), config));
         }
         Event::Frame(line) => {
             let frame = lines.encode(line).map_err(io::Error::other)?;
-            sink_of(sink)?.send_frame(frame)?;
+            sink_of(sink)?.send(frame)?;
         }
         Event::Tunnel(bytes) if !bytes.is_empty() => {
             sink_of(sink)?.send(bytes)?;

@@ -12,11 +12,11 @@
 //! `Stream` per connection, on a thread) on a 127.0.0.1 ephemeral port. The
 //! client checks that every request got its answer, in order.
 
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
-use cleave_proto::{Bytes, Encoder, Framed, Lines, WriteQueueConfig};
+use cleave_proto::{Bytes, ConnConfig, Encoder, Framed, Lines, Timeouts, WriteQueueConfig};
 use cleave_std::{spawn_writer, Stream};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -37,17 +37,21 @@ const EXCHANGES: [(&str, &str); 6] = [
     ("PING", "PONG"),
 ];
 
+/// The connection's timeouts: give up when the server stays silent.
+fn patience() -> ConnConfig {
+    ConnConfig::default().timeouts(Timeouts::default().idle(Some(PATIENCE)))
+}
+
 /// The client: sends in pieces on the writer thread, reads on this one.
 fn client(addr: SocketAddr) -> Result<(), BoxError> {
     let socket = TcpStream::connect(addr)?;
     socket.set_nodelay(true)?; // so small pieces go out as they are
-    socket.set_read_timeout(Some(PATIENCE))?;
 
-    // One socket, two clones: the writer thread writes one, a Stream
-    // reads the other. A third shuts the sending side down when done.
+    // One socket, two clones: the writer thread writes one (and shuts the
+    // sending side down when its queue is closed), a Stream reads the
+    // other.
     let (handle, writer) = spawn_writer(socket.try_clone()?, WriteQueueConfig::default());
-    let closer = socket.try_clone()?;
-    let mut answers = Stream::new(socket, Framed::new(Lines::new()));
+    let mut answers = Stream::with_config(socket, Framed::new(Lines::new()), patience());
 
     let sender = thread::spawn(move || -> Result<usize, BoxError> {
         let mut pieces = 0;
@@ -62,8 +66,7 @@ fn client(addr: SocketAddr) -> Result<(), BoxError> {
                 thread::sleep(Duration::from_millis(1));
             }
         }
-        handle.close()?; // everything written; the writer thread ends
-        closer.shutdown(Shutdown::Write)?; // no more requests
+        handle.close()?; // everything written, no more requests: a FIN
         Ok(pieces)
     });
 
@@ -96,8 +99,7 @@ fn client(addr: SocketAddr) -> Result<(), BoxError> {
 /// `Stream`.
 fn serve_one(listener: TcpListener) -> Result<(), BoxError> {
     let (socket, _) = listener.accept()?;
-    socket.set_read_timeout(Some(PATIENCE))?;
-    let mut lines = Stream::new(socket, Framed::new(Lines::new()));
+    let mut lines = Stream::with_config(socket, Framed::new(Lines::new()), patience());
     let mut encoder = Lines::new();
     while let Some(line) = lines.recv()? {
         let line = String::from_utf8_lossy(&line).into_owned();
@@ -115,11 +117,10 @@ fn serve_one(listener: TcpListener) -> Result<(), BoxError> {
             },
             _ => format!("ERR unknown command {command:?}"),
         };
-        lines.send_frame(encoder.encode(answer.into())?)?;
+        lines.send(encoder.encode(answer.into())?)?;
         lines.flush()?;
     }
-    lines.close()?;
-    lines.get_ref().shutdown(Shutdown::Write)?;
+    lines.close()?; // and a FIN
     Ok(())
 }
 

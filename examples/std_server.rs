@@ -1,7 +1,8 @@
 //! A line protocol server on blocking std sockets, a thread per
 //! connection, with cleave-std's `Stream`: each thread reads lines, queues
 //! the answers to all the lines that arrived together, and writes them
-//! with one vectored write.
+//! with one vectored write. The connection's timeouts hang up on a client
+//! that stays silent, or takes too long over a line.
 //!
 //! ```text
 //! cargo run --example std_server                     # built-in run: server and 8 clients
@@ -19,13 +20,16 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
-use cleave_proto::{Encoder, Framed, Lines, LinesConfig};
-use cleave_std::{RecvError, Stream};
+use cleave_proto::{ConnConfig, Encoder, Error, Framed, Lines, LinesConfig, Timeouts};
+use cleave_std::{ConnError, Stream};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// How long a connection may stay silent before the server hangs up.
 const IDLE: Duration = Duration::from_secs(10);
+
+/// How long a line may take to arrive once it started.
+const LINE: Duration = Duration::from_secs(5);
 
 /// How many clients the built-in run starts.
 const CLIENTS: u64 = 8;
@@ -64,37 +68,44 @@ fn answer(line: &[u8]) -> String {
 /// Serves one connection on its own thread: every line read gets its
 /// answer. Returns how many lines it answered.
 fn serve(socket: TcpStream) -> Result<usize, BoxError> {
-    socket.set_read_timeout(Some(IDLE))?;
     // At most 1 KiB a line, `\r` stripped, UTF-8 checked.
-    let config = LinesConfig::default()
+    let decoder = LinesConfig::default()
         .max_length(1024)
         .strip_cr(true)
         .utf8(true);
-    let mut lines = Stream::new(socket, Framed::new(Lines::with_config(config)));
+    // The timeouts run from now, before the first byte.
+    let timeouts = Timeouts::default().idle(Some(IDLE)).frame(Some(LINE));
+    let config = ConnConfig::default().timeouts(timeouts);
+    let protocol = Framed::new(Lines::with_config(decoder));
+    let mut lines = Stream::with_config(socket, protocol, config);
     let mut encoder = Lines::new();
     let mut answered = 0;
     loop {
         let line = match lines.recv() {
             Ok(Some(line)) => line,
-            Ok(None) => break,                 // the client is done
-            Err(RecvError::TimedOut) => break, // silent for too long
+            Ok(None) => break, // the client is done
+            // Silent for too long, or too slow over a line: the socket was
+            // shut down (or reset, mid-line) already.
+            Err(ConnError::Protocol(Error::TimedOut(timeout))) => {
+                println!("server: hung up, {timeout}");
+                return Ok(answered);
+            }
             // A bad line (too long, not UTF-8, cut by the end of the
             // stream) or a reset: a typed error, stop serving.
             Err(e) => return Err(e.into()),
         };
         // Queued: a method call, no I/O unless the queue is full.
-        lines.send_frame(encoder.encode(answer(&line).into())?)?;
+        lines.send(encoder.encode(answer(&line).into())?)?;
         answered += 1;
         // Answer the lines already read without waiting for the socket...
         while let Some(line) = lines.recv_buffered()? {
-            lines.send_frame(encoder.encode(answer(&line).into())?)?;
+            lines.send(encoder.encode(answer(&line).into())?)?;
             answered += 1;
         }
         // ...then write all their answers at once.
         lines.flush()?;
     }
-    lines.close()?;
-    lines.get_ref().shutdown(Shutdown::Write)?;
+    lines.close()?; // what is left, then a FIN
     Ok(answered)
 }
 

@@ -1,50 +1,60 @@
-//! The adapter's errors: the core's typed errors, what the OS said, and the
-//! writes that were given back.
+//! The adapter's errors: the core's typed errors and what the OS said, for
+//! a [`Stream`](crate::Stream) and for a [`WriteHandle`](crate::WriteHandle).
 
-use std::fmt;
 use std::io;
 use std::sync::Arc;
 
-/// What went wrong reading.
+/// What went wrong with a [`Stream`](crate::Stream)'s connection.
 ///
-/// [`TimedOut`](Self::TimedOut) is the one that is not final: the buffered
-/// bytes are kept, and calling `recv` again goes on where it stopped.
+/// [`Protocol`](Self::Protocol) and [`Io`](Self::Io) are final;
+/// [`TimedOut`](Self::TimedOut) is not: nothing is lost, call again.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RecvError {
-    /// The peer's bytes broke the protocol, or a limit was hit (or, with a
-    /// [`Framed`](cleave_proto::Framed), the stream ended inside a frame:
-    /// [`cleave_proto::Error::Truncated`] carries the bytes). Final: the same
-    /// error comes back on every later call.
+pub enum ConnError {
+    /// The peer's bytes broke the protocol, a limit was hit, or one of the
+    /// connection's [`Timeouts`](cleave_proto::Timeouts) ran out
+    /// ([`cleave_proto::Error::TimedOut`], with the timeout that did). With a
+    /// [`Framed`](cleave_proto::Framed) decoder, an incomplete last frame at
+    /// the end of the stream is [`cleave_proto::Error::Truncated`], carrying
+    /// its bytes. Final: the same error comes back on every later call.
     #[error(transparent)]
     Protocol(#[from] cleave_proto::Error),
-    /// The reader failed. Final: later calls fail with the same kind.
-    #[error("read failed: {0}")]
+    /// Reading or writing failed (a reset, say). Final: later reads fail
+    /// with the same kind, and what was queued was dropped.
+    #[error("i/o failed: {0}")]
     Io(#[source] io::Error),
-    /// The read timed out (the reader's read timeout, or `WouldBlock` from
-    /// a non-blocking reader). Nothing is lost: call `recv` again.
-    #[error("the read timed out")]
+    /// A read timeout the caller set ran out while the connection had no
+    /// deadline of its own, or a write timeout did, or a non-blocking
+    /// socket would block. Nothing is lost: call again.
+    #[error("the read or write timed out")]
     TimedOut,
 }
 
-impl RecvError {
-    /// Whether this is [`TimedOut`](Self::TimedOut): the stream can go on.
-    pub fn is_timeout(&self) -> bool {
-        matches!(self, Self::TimedOut)
+impl ConnError {
+    /// Whether the connection is over: everything but
+    /// [`TimedOut`](Self::TimedOut).
+    #[must_use]
+    pub fn is_final(&self) -> bool {
+        !matches!(self, Self::TimedOut)
     }
 }
 
-impl From<RecvError> for io::Error {
-    fn from(e: RecvError) -> Self {
+impl From<ConnError> for io::Error {
+    /// The `io::Error` itself, `TimedOut`, or the core's error with the
+    /// kind that fits it (`InvalidData`, `UnexpectedEof`, `TimedOut`).
+    fn from(e: ConnError) -> Self {
         match e {
-            RecvError::Io(e) => e,
-            RecvError::TimedOut => io::Error::new(io::ErrorKind::TimedOut, RecvError::TimedOut),
-            RecvError::Protocol(e) => io::Error::new(io::ErrorKind::InvalidData, e),
+            ConnError::Io(e) => e,
+            ConnError::TimedOut => io::Error::new(io::ErrorKind::TimedOut, ConnError::TimedOut),
+            ConnError::Protocol(e) => e.into(),
         }
     }
 }
 
 /// What went wrong writing through a [`WriteHandle`](crate::WriteHandle).
+///
+/// A write that was not queued comes back with it in a
+/// [`Rejected`](cleave_proto::Rejected)`<T, WriteError>`.
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WriteError {
@@ -68,68 +78,5 @@ impl From<WriteError> for io::Error {
             WriteError::Closed => io::Error::new(io::ErrorKind::BrokenPipe, WriteError::Closed),
             WriteError::TimedOut => io::Error::new(io::ErrorKind::TimedOut, WriteError::TimedOut),
         }
-    }
-}
-
-/// A write that was not queued, given back with the reason.
-///
-/// Returned by the blocking sends of a [`WriteHandle`](crate::WriteHandle),
-/// so that bytes are never dropped without the caller's say.
-pub struct SendError<T> {
-    error: WriteError,
-    value: T,
-}
-
-impl<T> SendError<T> {
-    pub(crate) fn new(error: WriteError, value: T) -> Self {
-        Self { error, value }
-    }
-
-    /// Why the write was not queued.
-    pub fn error(&self) -> &WriteError {
-        &self.error
-    }
-
-    /// The write, given back.
-    pub fn into_value(self) -> T {
-        self.value
-    }
-
-    /// The reason and the write.
-    pub fn into_parts(self) -> (WriteError, T) {
-        (self.error, self.value)
-    }
-}
-
-/// Shows the reason, not the bytes.
-impl<T> fmt::Debug for SendError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SendError")
-            .field("error", &self.error)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<T> fmt::Display for SendError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "not queued: {}", self.error)
-    }
-}
-
-impl<T> std::error::Error for SendError<T> {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
-    }
-}
-
-impl<T> From<SendError<T>> for WriteError {
-    fn from(e: SendError<T>) -> Self {
-        e.error
-    }
-}
-
-impl<T> From<SendError<T>> for io::Error {
-    fn from(e: SendError<T>) -> Self {
-        e.error.into()
     }
 }

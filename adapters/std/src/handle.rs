@@ -1,30 +1,30 @@
 //! [`WriteHandle`]: a cloneable handle to a writer thread's queue.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cleave_proto::{Bytes, Error, Frame, Rejected, Ticket, WriteQueue};
+use cleave_proto::{Lane, Push, Refusal, Rejected, Ticket};
 
-use crate::error::{SendError, WriteError};
-use crate::shared::{covers, Inner};
-use crate::write::Item;
+use crate::error::WriteError;
+use crate::shared::Inner;
 
 /// A cloneable handle to a writer thread's queue.
 ///
-/// - [`try_send`](Self::try_send): queue now, or get the bytes back when
-///   the queue is full (its item and byte limits are the backpressure);
+/// - [`try_send`](Self::try_send): queue now (bytes or a
+///   [`Frame`](cleave_proto::Frame)), or get it back when the queue is full
+///   (its item and byte limits are the backpressure);
+///   [`try_send_urgent`](Self::try_send_urgent): ahead of bulk data;
 /// - [`send`](Self::send): wait for room;
 ///   [`send_timeout`](Self::send_timeout): for so long;
-/// - [`wait`](Self::wait): wait for a ticket (no allocation: a ticket is
-///   an offset, compared with the queue's watermark); a ticket nobody
-///   waits for costs nothing (fire and forget);
+/// - [`written`](Self::written): wait for a ticket (no allocation: a
+///   ticket is an offset, compared with how far the writer got); a ticket
+///   nobody waits for costs nothing (fire and forget);
 /// - [`flush`](Self::flush), [`close`](Self::close).
 ///
 /// When the writer fails, the queue is aborted, and every wait and send
 /// returns [`WriteError::Failed`] with the writer's error. When the last
-/// handle is dropped, the queue is closed: the thread writes what it holds
-/// and ends.
+/// handle is dropped, the queue is closed: the thread writes what it
+/// holds, shuts the write half down and ends.
 ///
 /// # Reading on one thread, writing from others
 ///
@@ -51,11 +51,10 @@ use crate::write::Item;
 /// let mut encoder = Lines::new();
 /// while let Some(line) = lines.recv()? {
 ///     let handle = handle.clone(); // any thread may answer
-///     handle.send_frame(encoder.encode(line.slice(1..))?)?;
+///     handle.send(encoder.encode(line.slice(1..))?)?;
 /// }
-/// handle.close()?; // everything written
+/// handle.close()?; // everything written, and the write half shut down
 /// writer.join().expect("the writer thread does not panic")?;
-/// lines.get_ref().shutdown(Shutdown::Write)?; // the writer's clone is gone; end the socket
 ///
 /// let mut answers = String::new();
 /// client.read_to_string(&mut answers)?;
@@ -93,114 +92,87 @@ impl WriteHandle {
         Self { inner }
     }
 
-    /// Queues `bytes` in the bulk lane now, without waiting.
+    /// Queues `item` (bytes or a [`Frame`](cleave_proto::Frame)) in the
+    /// bulk lane now, without waiting.
     ///
     /// # Errors
     ///
-    /// The bytes come back when the queue is full
-    /// ([`Error::LimitExceeded`]), closed, or the writer failed
-    /// ([`Error::Closed`]).
-    pub fn try_send(&self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
-        self.try_push(|queue| queue.push(bytes))
+    /// It comes back when the lane is full ([`Refusal::Full`]), or the
+    /// queue is closed or the writer failed ([`Refusal::Closed`]).
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    pub fn try_send<I: Push>(&self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        self.try_push(item, Lane::Bulk)
     }
 
-    /// Queues an encoded frame in the bulk lane now, without waiting.
-    ///
-    /// # Errors
-    ///
-    /// As [`try_send`](Self::try_send); the frame comes back whole.
-    #[allow(clippy::result_large_err)] // the frame comes back by value, as in the core
-    pub fn try_send_frame(&self, frame: Frame) -> Result<Ticket, Rejected<Frame>> {
-        self.try_push(|queue| queue.push_frame(frame))
-    }
-
-    /// Queues `bytes` in the urgent lane: ahead of queued bulk data, between
+    /// Queues `item` in the urgent lane: ahead of queued bulk data, between
     /// frames.
     ///
     /// # Errors
     ///
     /// As [`try_send`](Self::try_send), against the urgent lane's limits.
-    pub fn try_send_urgent(&self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
-        self.try_push(|queue| queue.push_urgent(bytes))
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    pub fn try_send_urgent<I: Push>(&self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        self.try_push(item, Lane::Urgent)
     }
 
-    fn try_push<T>(
-        &self,
-        push: impl FnOnce(&mut WriteQueue) -> Result<Ticket, Rejected<T>>,
-    ) -> Result<Ticket, Rejected<T>> {
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    fn try_push<I: Push>(&self, item: I, lane: Lane) -> Result<Ticket, Rejected<I, Refusal>> {
         let mut shared = self.inner.lock();
-        let ticket = push(&mut shared.queue)?;
+        let ticket = shared.queue.push_to(lane, item)?;
         self.inner.wake_writer(&mut shared);
         Ok(ticket)
     }
 
-    /// Queues `bytes` in the bulk lane, waiting while the queue is full.
+    /// Queues `item` in the bulk lane, waiting while the queue is full.
     ///
     /// # Errors
     ///
-    /// [`WriteError::Closed`] or the writer's failure, with the bytes.
-    pub fn send(&self, bytes: Bytes) -> Result<Ticket, SendError<Bytes>> {
-        self.send_item(bytes, None)
+    /// [`WriteError::Closed`] or the writer's failure, with the item.
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    pub fn send<I: Push>(&self, item: I) -> Result<Ticket, Rejected<I, WriteError>> {
+        self.send_until(item, None)
     }
 
-    /// Queues an encoded frame, waiting while the queue is full.
-    ///
-    /// # Errors
-    ///
-    /// As [`send`](Self::send), with the frame.
-    #[allow(clippy::result_large_err)] // the frame comes back by value, as in the core
-    pub fn send_frame(&self, frame: Frame) -> Result<Ticket, SendError<Frame>> {
-        self.send_item(frame, None)
-    }
-
-    /// Queues `bytes`, waiting at most `timeout` for room.
+    /// Queues `item`, waiting at most `timeout` for room.
     ///
     /// # Errors
     ///
     /// [`WriteError::TimedOut`] when the queue stayed full, or as
-    /// [`send`](Self::send); the bytes come back either way.
-    pub fn send_timeout(
+    /// [`send`](Self::send); the item comes back either way.
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    pub fn send_timeout<I: Push>(
         &self,
-        bytes: Bytes,
+        item: I,
         timeout: Duration,
-    ) -> Result<Ticket, SendError<Bytes>> {
-        self.send_item(bytes, deadline(timeout))
+    ) -> Result<Ticket, Rejected<I, WriteError>> {
+        self.send_until(item, deadline(timeout))
     }
 
-    /// Queues an encoded frame, waiting at most `timeout` for room.
-    ///
-    /// # Errors
-    ///
-    /// As [`send_timeout`](Self::send_timeout), with the frame.
-    #[allow(clippy::result_large_err)] // the frame comes back by value, as in the core
-    pub fn send_frame_timeout(
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    fn send_until<I: Push>(
         &self,
-        frame: Frame,
-        timeout: Duration,
-    ) -> Result<Ticket, SendError<Frame>> {
-        self.send_item(frame, deadline(timeout))
-    }
-
-    fn send_item<I: Item>(&self, item: I, until: Option<Instant>) -> Result<Ticket, SendError<I>> {
+        item: I,
+        until: Option<Instant>,
+    ) -> Result<Ticket, Rejected<I, WriteError>> {
         let mut item = item;
         let mut shared = self.inner.lock();
         loop {
             if let Some(e) = &shared.failed {
-                return Err(SendError::new(e.clone(), item));
+                return Err(Rejected::new(e.clone(), item));
             }
-            match item.push_into(&mut shared.queue) {
+            match shared.queue.push_to(Lane::Bulk, item) {
                 Ok(ticket) => {
                     self.inner.wake_writer(&mut shared);
                     return Ok(ticket);
                 }
-                Err(rejected) if rejected.error() == &Error::Closed => {
-                    return Err(SendError::new(WriteError::Closed, rejected.into_value()));
-                }
-                Err(rejected) => item = rejected.into_value(),
+                Err(rejected) => match rejected.into_parts() {
+                    (Refusal::Full(_), back) => item = back,
+                    (_, back) => return Err(Rejected::new(WriteError::Closed, back)),
+                },
             }
             shared = match self.inner.wait(shared, until) {
                 Ok(shared) => shared,
-                Err(_) => return Err(SendError::new(WriteError::TimedOut, item)),
+                Err(_) => return Err(Rejected::new(WriteError::TimedOut, item)),
             };
         }
     }
@@ -209,7 +181,7 @@ impl WriteHandle {
     /// (without taking the lock).
     #[must_use]
     pub fn is_written(&self, ticket: Ticket) -> bool {
-        self.inner.written[ticket.lane() as usize].load(Ordering::Acquire) >= ticket.offset()
+        self.inner.written().covers_ticket(ticket)
     }
 
     /// Waits until the push named by `ticket` (from this handle's queue)
@@ -220,8 +192,8 @@ impl WriteHandle {
     /// The writer's failure (the bytes may not have gone out), or
     /// [`WriteError::Closed`] if the writer ended without writing it (a
     /// ticket from another handle's queue, say).
-    pub fn wait(&self, ticket: Ticket) -> Result<(), WriteError> {
-        self.wait_until(ticket, None)
+    pub fn written(&self, ticket: Ticket) -> Result<(), WriteError> {
+        self.written_until(ticket, None)
     }
 
     /// Waits at most `timeout` for the push named by `ticket`.
@@ -229,12 +201,12 @@ impl WriteHandle {
     /// # Errors
     ///
     /// [`WriteError::TimedOut`] when it was not written in time (it may
-    /// still be), or as [`wait`](Self::wait).
-    pub fn wait_timeout(&self, ticket: Ticket, timeout: Duration) -> Result<(), WriteError> {
-        self.wait_until(ticket, deadline(timeout))
+    /// still be), or as [`written`](Self::written).
+    pub fn written_timeout(&self, ticket: Ticket, timeout: Duration) -> Result<(), WriteError> {
+        self.written_until(ticket, deadline(timeout))
     }
 
-    fn wait_until(&self, ticket: Ticket, until: Option<Instant>) -> Result<(), WriteError> {
+    fn written_until(&self, ticket: Ticket, until: Option<Instant>) -> Result<(), WriteError> {
         if self.is_written(ticket) {
             return Ok(());
         }
@@ -264,17 +236,17 @@ impl WriteHandle {
     /// The writer's failure.
     pub fn flush(&self) -> Result<(), WriteError> {
         let mut shared = self.inner.lock();
-        let target = shared.pushed();
-        for (wanted, target) in shared.flush_wanted.iter_mut().zip(target) {
-            *wanted = (*wanted).max(target);
+        let target = shared.queue.end_marks();
+        if !shared.flushes.flushed().covers(target) {
+            shared.flushes.wait_flush(target, (), |_, _| true);
+            self.inner.wake_writer(&mut shared);
         }
-        self.inner.wake_writer(&mut shared);
         loop {
             // After a failure, what was pushed may have been dropped.
             if let Some(e) = &shared.failed {
                 return Err(e.clone());
             }
-            if covers(shared.flushed, target) {
+            if shared.flushes.flushed().covers(target) {
                 return Ok(());
             }
             if shared.done {
@@ -288,8 +260,9 @@ impl WriteHandle {
     }
 
     /// Closes the queue (later sends fail with [`WriteError::Closed`]) and
-    /// waits until the writer thread wrote everything queued, flushed and
-    /// ended.
+    /// waits until the writer thread wrote everything queued, flushed, shut
+    /// the write half down ([`Socket::shutdown_write`](crate::Socket::shutdown_write))
+    /// and ended.
     ///
     /// # Errors
     ///

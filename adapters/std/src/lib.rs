@@ -1,11 +1,25 @@
 //! cleave-std: drives cleave's Sans-IO core from blocking `std` I/O.
 //!
-//! It owns only what touches the OS: reading into the core's
-//! [`RecvBuf`](cleave_proto::RecvBuf) (straight into its spare room, no second
-//! copy), writing the core's [`WriteQueue`](cleave_proto::WriteQueue) with
-//! `write_vectored`, waking threads that wait for room or for a ticket,
-//! and turning read timeouts into a typed, recoverable error. Every
-//! protocol decision stays in the core.
+//! The core's [`Conn`](cleave_proto::Conn) holds one connection's receive
+//! buffer, write queue, lifecycle and timeouts, and a
+//! [`Protocol`](cleave_proto::Protocol) makes events of the bytes. This
+//! crate owns only what touches the OS: reading into the buffer's spare
+//! room (no second copy), writing the queue with `write_vectored`, setting
+//! read timeouts so that a blocking read returns at the connection's
+//! deadline, shutting the socket down or resetting it, and waking threads
+//! that wait for room or for a ticket.
+//!
+//! ```text
+//!   your thread                      cleave-std Stream<S, P>             core Conn<P>
+//!   ───────────                      ───────────────────               ────────────
+//!   recv() ─────────────────────>    write the protocol's replies  <── poll_transmit
+//!                                    read timeout := next deadline <── poll_timeout
+//!                                    read into the spare room ─────>   handle_read / handle_eof
+//!                                    timed out ────────────────────>   handle_timeout
+//!          <── event / the end / error ──────────────────────────────  poll_event
+//!   send(item) / flush() / close() ─> write_vectored ──────────────>   push / handle_written
+//!                                    shutdown, or SO_LINGER 0 ─────>   poll_shutdown / handle_shutdown
+//! ```
 //!
 //! # When to pick it
 //!
@@ -18,32 +32,37 @@
 //! | need | use |
 //! |------|-----|
 //! | frames from a socket, file or pipe | [`Stream`]`<S, `[`Framed`](cleave_proto::Framed)`<D>>`, [`recv`](Stream::recv) |
-//! | a routed connection (PROXY header, sniffing, frames, tunnel) | [`Stream`]`<S, `[`Session`](cleave_proto::Session)`>`, events are [`cleave_proto::Event`]s |
-//! | one thread reads and writes its connection | [`Stream::send`], [`Stream::flush`]: no lock, no extra thread |
+//! | a routed connection (PROXY header, sniffing, frames, tunnel) | [`Stream`]`<S, `[`Session`](cleave_proto::Session)`>`, events are [`cleave_proto::Event`]s; [`switch`](Stream::switch) to another protocol once routed |
+//! | a protocol that answers by itself (a pong, a close) | your [`Protocol`](cleave_proto::Protocol) queues with [`Wire::reply`](cleave_proto::conn::Wire::reply); `recv` writes it before it blocks |
+//! | give up on silent or slow peers | [`Stream::with_config`] with [`Timeouts`](cleave_proto::Timeouts): idle, opening, frame, tunnel idle |
+//! | one thread reads and writes its connection | [`Stream::send`], [`Stream::flush`], [`Stream::close`]: no lock, no extra thread |
 //! | other threads write to a connection | [`spawn_writer`] → [`WriteHandle`] (clone it) |
 //! | reads on one thread, writes from others | `try_clone` the socket: a [`Stream`] reads one clone, [`spawn_writer`] writes the other |
-//! | give up on a silent peer | `set_read_timeout`: [`RecvError::TimedOut`], then [`recv`](Stream::recv) again |
+//! | a source of your own | implement [`Socket`] (timeouts, shutdown, reset: each optional) |
 //!
 //! # Same thread or writer thread?
 //!
 //! A [`Stream`] is a plain value: pushes are method calls, and bytes reach
-//! the socket when the queue is full or on [`flush`](Stream::flush), with
-//! nothing shared. A [`WriteHandle`] lets any thread push; a thread of its
-//! own writes, and never holds the queue's lock while it blocks in a write,
+//! the socket when the queue is full, on [`flush`](Stream::flush), or
+//! before `recv` blocks if the protocol queued a reply, with nothing
+//! shared. A [`WriteHandle`] lets any thread push; a thread of its own
+//! writes, and never holds the queue's lock while it blocks in a write,
 //! so [`try_send`](WriteHandle::try_send) never waits for a slow peer. It
 //! costs a lock per push and a wake-up of the writer thread.
 //!
 //! # Drive loop of a thread-per-connection server
 //!
 //! ```text
-//!   accept ─> Stream::new(socket, Framed::new(decoder))
+//!   accept ─> Stream::with_config(socket, Framed::new(decoder), config)
 //!   loop:
-//!     recv()?            blocks for bytes; Ok(None) at the end
-//!       └─ send_frame    (the answer: queued; written first if full)
+//!     recv()?            blocks for bytes (at most until the next deadline); Ok(None) at the end
+//!       └─ send          (the answer: queued; written first if full)
 //!     recv_buffered()?   the requests that arrived together, no read
-//!       └─ send_frame
+//!       └─ send
 //!     flush()?           every answer, one write_vectored
-//!   Err(TimedOut)        the read timeout ran out: close, or recv again
+//!   close()?             what is left, then a FIN
+//!   Err(Protocol(TimedOut(..)))  a timeout ran out: the socket is shut down
+//!                                or reset already; drop the stream
 //! ```
 //!
 //! ```
@@ -51,28 +70,31 @@
 //! use std::net::{Shutdown, TcpListener, TcpStream};
 //! use std::time::Duration;
 //!
-//! use cleave_proto::{Encoder, Framed, Lines};
-//! use cleave_std::{RecvError, Stream};
+//! use cleave_proto::{ConnConfig, Encoder, Error, Framed, Lines, Timeouts};
+//! use cleave_std::{ConnError, Stream};
 //!
 //! fn serve(socket: TcpStream) -> Result<(), Box<dyn std::error::Error>> {
-//!     socket.set_read_timeout(Some(Duration::from_secs(30)))?;
-//!     let mut lines = Stream::new(socket, Framed::new(Lines::new()));
+//!     // Hang up on a client silent for 30 s, or 5 s into a line.
+//!     let timeouts = Timeouts::default()
+//!         .idle(Some(Duration::from_secs(30)))
+//!         .frame(Some(Duration::from_secs(5)));
+//!     let config = ConnConfig::default().timeouts(timeouts);
+//!     let mut lines = Stream::with_config(socket, Framed::new(Lines::new()), config);
 //!     let mut encoder = Lines::new();
 //!     loop {
 //!         let line = match lines.recv() {
 //!             Ok(Some(line)) => line,
-//!             Ok(None) => break,                        // the peer is done
-//!             Err(RecvError::TimedOut) => break,        // idle for 30 s
-//!             Err(e) => return Err(e.into()),           // bad bytes, reset
+//!             Ok(None) => break, // the peer is done
+//!             Err(ConnError::Protocol(Error::TimedOut(_))) => return Ok(()), // already shut down
+//!             Err(e) => return Err(e.into()), // bad bytes, reset
 //!         };
-//!         lines.send_frame(encoder.encode(line)?)?; // queued; written first if full
+//!         lines.send(encoder.encode(line)?)?; // queued; written first if full
 //!         while let Some(line) = lines.recv_buffered()? {
-//!             lines.send_frame(encoder.encode(line)?)?;
+//!             lines.send(encoder.encode(line)?)?;
 //!         }
 //!         lines.flush()?; // the answers to what arrived together, in one write
 //!     }
-//!     lines.close()?;
-//!     lines.get_ref().shutdown(Shutdown::Write)?;
+//!     lines.close()?; // and a FIN
 //!     Ok(())
 //! }
 //!
@@ -93,20 +115,31 @@
 //! # }
 //! ```
 //!
-//! # Errors
+//! # Errors and timeouts
 //!
-//! Reading: [`RecvError`] says whose fault it was ([`Protocol`](RecvError::Protocol),
-//! the peer's bytes or a limit; [`Io`](RecvError::Io), the reader), both
-//! final; [`TimedOut`](RecvError::TimedOut) is not final. Nothing read is
-//! ever lost: an incomplete last frame comes back in
-//! [`cleave_proto::Error::Truncated`] (or [`cleave_proto::Event::Closed`] from a
-//! session).
+//! A [`Stream`] returns [`ConnError`], which says whose fault it was:
+//! [`Protocol`](ConnError::Protocol), the core's typed error (the peer's
+//! bytes, a limit, or one of the connection's timeouts:
+//! [`Error::TimedOut`](cleave_proto::Error::TimedOut) with the
+//! [`Timeout`](cleave_proto::Timeout) that ran out), and
+//! [`Io`](ConnError::Io), the OS; both final.
+//! [`TimedOut`](ConnError::TimedOut) is a read timeout of the caller's
+//! (while the connection has no deadline of its own) or a write timeout:
+//! not final, call again. Nothing read is ever lost: an incomplete last
+//! frame comes back in [`cleave_proto::Error::Truncated`] (or
+//! [`cleave_proto::Event::Closed`] from a session).
 //!
-//! Writing on the caller's thread: `io::Error`, as `Write` says. Through a
-//! [`WriteHandle`]: [`WriteError`], the same for every handle once the
-//! writer failed; a write that could not be queued comes back in a
-//! [`SendError`] (or a [`Rejected`](cleave_proto::Rejected) from the `try_`
-//! methods).
+//! The connection's timeouts and a router's inspect delay run from the
+//! moment the stream is made, before the first byte. `recv` honours them
+//! with the socket's read timeout (it sets one only while there is a
+//! deadline, and puts the caller's back after); when one runs out, the
+//! socket is shut down (a clean close) or reset (a peer that left an
+//! incomplete frame) as the protocol says, and the error comes back.
+//!
+//! Through a [`WriteHandle`]: [`WriteError`], the same for every handle
+//! once the writer failed; a write that could not be queued comes back in
+//! a [`Rejected`](cleave_proto::Rejected)`<T, WriteError>` (or
+//! `Rejected<T, Refusal>` from the `try_` methods).
 
 #![warn(missing_docs, unreachable_pub)]
 // Builders and results a caller must act on are `#[must_use]`.
@@ -116,12 +149,14 @@
 mod error;
 mod handle;
 mod shared;
+mod socket;
 mod stream;
 mod thread;
 mod write;
 
-pub use error::{RecvError, SendError, WriteError};
+pub use error::{ConnError, WriteError};
 pub use handle::WriteHandle;
+pub use socket::Socket;
 pub use stream::Stream;
 pub use thread::{spawn_writer, try_spawn_writer};
 

@@ -1,12 +1,13 @@
-//! What the write handles and the writer thread share: the queue behind
-//! one lock, two condition variables, and the watermarks outside the lock.
+//! What the write handles and the writer thread share: the queue and the
+//! core's flush bookkeeping behind one lock, two condition variables, and
+//! the lanes' marks outside the lock.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use cleave_proto::{Lane, WriteQueue, WriteQueueConfig};
+use cleave_proto::{Marks, Waiters, WriteQueue, WriteQueueConfig};
 
 use crate::error::WriteError;
 
@@ -14,14 +15,13 @@ use crate::error::WriteError;
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) queue: WriteQueue,
-    /// Watermarks (bulk, urgent) the writer has flushed.
-    pub(crate) flushed: [u64; 2],
-    /// The furthest watermarks a `flush` waits for.
-    pub(crate) flush_wanted: [u64; 2],
+    /// The flushes handles wait for, and how far the writer flushed. The
+    /// handles wait on a condition variable, so a waiter is nothing.
+    pub(crate) flushes: Waiters<()>,
     /// The writer thread waits for work.
     pub(crate) idle: bool,
     /// Handles waiting for progress (room, a ticket, a flush, the end).
-    pub(crate) waiters: usize,
+    pub(crate) waiting: usize,
     /// Live handles; the last one to go closes the queue.
     pub(crate) handles: usize,
     pub(crate) failed: Option<WriteError>,
@@ -29,32 +29,9 @@ pub(crate) struct Shared {
     pub(crate) done: bool,
 }
 
-impl Shared {
-    pub(crate) fn watermarks(&self) -> [u64; 2] {
-        [
-            self.queue.watermark(Lane::Bulk),
-            self.queue.watermark(Lane::Urgent),
-        ]
-    }
-
-    /// Where each lane's stream ends now: what a flush must reach.
-    pub(crate) fn pushed(&self) -> [u64; 2] {
-        let marks = self.watermarks();
-        [
-            marks[0] + self.queue.pending_bytes(Lane::Bulk) as u64,
-            marks[1] + self.queue.pending_bytes(Lane::Urgent) as u64,
-        ]
-    }
-}
-
-/// Whether watermarks `a` are at or past `b` in both lanes.
-pub(crate) fn covers(a: [u64; 2], b: [u64; 2]) -> bool {
-    a[0] >= b[0] && a[1] >= b[1]
-}
-
-/// The shared state, the two condition variables, and the lanes'
-/// watermarks outside the lock, so that a ticket already written completes
-/// without taking it.
+/// The shared state, the two condition variables, and the lanes' marks
+/// outside the lock, so that a ticket already written completes without
+/// taking it.
 #[derive(Debug)]
 pub(crate) struct Inner {
     state: Mutex<Shared>,
@@ -62,8 +39,8 @@ pub(crate) struct Inner {
     pub(crate) work: Condvar,
     /// Handles wait here for the writer's progress.
     pub(crate) progress: Condvar,
-    /// The lanes' watermarks (bulk, urgent), published after each write.
-    pub(crate) written: [AtomicU64; 2],
+    /// The lanes' marks (bulk, urgent), published after each write.
+    written: [AtomicU64; 2],
 }
 
 impl Inner {
@@ -72,10 +49,9 @@ impl Inner {
         Arc::new(Self {
             state: Mutex::new(Shared {
                 queue: WriteQueue::with_config(config),
-                flushed: [0; 2],
-                flush_wanted: [0; 2],
+                flushes: Waiters::new(),
                 idle: false,
-                waiters: 0,
+                waiting: 0,
                 handles: 1,
                 failed: None,
                 done: false,
@@ -103,16 +79,24 @@ impl Inner {
 
     /// Wakes the handles that wait, if any.
     pub(crate) fn wake_waiters(&self, shared: &Shared) {
-        if shared.waiters > 0 {
+        if shared.waiting > 0 {
             self.progress.notify_all();
         }
     }
 
-    /// Publishes the watermarks; called under the lock after every write.
-    pub(crate) fn publish(&self, shared: &Shared) {
-        let marks = shared.watermarks();
-        self.written[0].store(marks[0], Ordering::Release);
-        self.written[1].store(marks[1], Ordering::Release);
+    /// Publishes how far the writer got; called under the lock after
+    /// every write.
+    pub(crate) fn publish(&self, marks: Marks) {
+        self.written[0].store(marks.bulk, Ordering::Release);
+        self.written[1].store(marks.urgent, Ordering::Release);
+    }
+
+    /// How far the writer got, without the lock.
+    pub(crate) fn written(&self) -> Marks {
+        Marks {
+            bulk: self.written[0].load(Ordering::Acquire),
+            urgent: self.written[1].load(Ordering::Acquire),
+        }
     }
 
     /// Waits for the writer's progress, until `deadline` if there is one.
@@ -129,7 +113,7 @@ impl Inner {
                 _ => return Err(shared),
             },
         };
-        shared.waiters += 1;
+        shared.waiting += 1;
         let mut shared = match wait {
             None => self
                 .progress
@@ -142,8 +126,15 @@ impl Inner {
                     .0
             }
         };
-        shared.waiters -= 1;
+        shared.waiting -= 1;
         Ok(shared)
+    }
+
+    /// The writer thread has ended: every waiter is woken.
+    pub(crate) fn end(&self, shared: &mut Shared) {
+        shared.done = true;
+        shared.flushes.wake_all(drop);
+        self.progress.notify_all();
     }
 
     /// Records the writer's failure: the queue is aborted and every waiter
@@ -153,8 +144,7 @@ impl Inner {
         let e = Arc::new(e);
         shared.failed = Some(WriteError::Failed(e.clone()));
         shared.queue.abort();
-        shared.done = true;
-        self.progress.notify_all();
+        self.end(shared);
         io::Error::new(kind, e)
     }
 }

@@ -1,64 +1,75 @@
-//! [`Stream`]: a framed stream over a blocking reader and writer.
+//! [`Stream`]: one connection over a blocking reader and writer.
 
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
-use cleave_proto::{Bytes, Frame, Inbound, Rejected, Ticket, WriteQueue, WriteQueueConfig};
+use cleave_proto::conn::Shutdown;
+use cleave_proto::{Conn, ConnConfig, Lane, Protocol, Push, Refusal, Rejected, Ticket};
 
-use crate::error::RecvError;
-use crate::write::{write_once, Item};
+use crate::error::ConnError;
+use crate::socket::Socket;
+use crate::write::{is_timeout, write_vectored};
 
-/// The shortest wait [`Stream::until_deadline`] gives: a zero read timeout
-/// is refused by `set_read_timeout`.
-const MIN_WAIT: Duration = Duration::from_millis(1);
-
-/// A framed stream over any blocking `Read` and `Write` (a `TcpStream`, a
-/// `UnixStream`, a file, a pipe), driving an [`Inbound`] state machine on
-/// the read side and a [`WriteQueue`] on the write side, on the caller's
-/// thread.
+/// One connection over any blocking `Read` and `Write` (a `TcpStream`, a
+/// `UnixStream`, a file, a pipe), driven on the caller's thread: the
+/// core's [`Conn`] holds the receive buffer, the write queue, the
+/// lifecycle and the timeouts; the stream reads, writes, sets read
+/// timeouts and shuts the socket down.
 ///
-/// `P` is a [`Framed`](cleave_proto::Framed) decoder (the events are its frames)
-/// or a [`Session`](cleave_proto::Session) (the events are
-/// [`cleave_proto::Event`]s: routing, frames, tunnel bytes, the end).
+/// `P` is any [`Protocol`]: a [`Framed`](cleave_proto::Framed) decoder (the
+/// events are its frames), a [`Session`](cleave_proto::Session) (routing,
+/// frames, tunnel bytes, the end), or one of your own, which may queue
+/// replies of its own on the urgent lane.
 ///
 /// # Call order
 ///
 /// ```text
-///   recv() ──> poll_event(now) ── Some(event) ──────────────> Ok(Some(event))
-///                 │ None
-///                 ├── closed, or the reader ended ──────────> Ok(None)
-///                 └── read into the RecvBuf (no second copy)
-///                        n > 0 ─> poll again
-///                        0     ─> handle_eof(), poll again
-///                        timed out ─> poll_event(now) ─> an event, or Err(TimedOut)
+///   recv() ─> poll_event() ── an event ────────────────────────> Ok(Some(event))
+///               │ nothing
+///               ├── the end (reader's EOF, the protocol's last) ─> Ok(None)
+///               ├── write the protocol's replies (urgent lane), then poll again
+///               ├── read timeout := until poll_timeout()    (only while there is one)
+///               └── read_with(): read into the buffer, no second copy
+///                     n > 0, or 0 (the end) ─> poll again
+///                     timed out ─> handle_timeout(now) ─> poll again:
+///                                  an event, Err(Protocol(TimedOut(..))),
+///                                  or Err(TimedOut) when the timeout was the caller's
+///   recv_buffered()        poll only: what arrived together, no read
 ///
-///   push() / push_frame()   queue only, no I/O; the bytes come back when full
-///   send() / send_frame()   queue; when full, write first (write_vectored) to make room
-///   flush()                 write everything queued, then flush the writer
+///   push(item)             queue only (bytes or a Frame); refused when full
+///   send(item)             queue; when full, write first (write_vectored) to make room
+///   flush()                write everything queued, then flush the writer
+///   close()                no more pushes; write what is left; shut the write half
+///   reset()                drop what is queued; make the close a reset
 /// ```
 ///
-/// Reading needs only `S: Read` and writing only `S: Write`, so a read-only
-/// source (a `&[u8]`, a child's stdout) works too.
+/// Reading needs `S: Read + `[`Socket`]; writing `S: Write`, so a
+/// read-only source (a `&[u8]`, a child's stdout) works too.
 ///
 /// # Errors and timeouts
 ///
-/// [`recv`](Self::recv) fails with [`RecvError::Protocol`] when the peer's
-/// bytes break the protocol, and with [`RecvError::Io`] when the reader
-/// fails; both are final. A read timeout (set by the caller, as with
-/// [`TcpStream::set_read_timeout`](std::net::TcpStream::set_read_timeout))
-/// or `WouldBlock` is [`RecvError::TimedOut`]: nothing is lost, and the
-/// next `recv` goes on where this one stopped.
+/// Everything returns [`ConnError`]. [`ConnError::Protocol`] is the core's
+/// typed error: the peer's bytes broke the protocol, a limit was hit, or
+/// one of the connection's [`Timeouts`](cleave_proto::Timeouts) ran out
+/// ([`Error::TimedOut`](cleave_proto::Error::TimedOut)); [`ConnError::Io`]
+/// is the OS's. Both are final.
 ///
-/// A [`Session`](cleave_proto::Session) that sniffs with an inspect delay has a
-/// [`deadline`](Inbound::deadline), counted from its first poll (the first
-/// `recv`). A blocking read cannot be woken generically, so the deadline
-/// is honoured when a read returns: give the reader a read timeout (at
-/// most the inspect delay) before the first `recv`, and when a read times
-/// out, `recv` asks the session first, so a decision by the clock comes
-/// out as an event rather than as `TimedOut`. A decision by the clock so
-/// comes at most one read timeout late;
-/// [`until_deadline`](Self::until_deadline) gives the exact wait to set
-/// after each `recv`.
+/// The connection's deadlines (its timeouts, a router's inspect delay)
+/// are honoured by the read timeout: while [`Conn::poll_timeout`] has a
+/// deadline, `recv` sets the socket's read timeout so that the read
+/// returns then (at most 1/64 of the wait late, so that a steady stream
+/// does not set it again on every read), and puts the caller's back once
+/// there is none. A decision by the clock comes out as an event, a
+/// timeout as `Err(Protocol(TimedOut(..)))`, and the socket is shut down
+/// or reset as the protocol says. A read timeout of the caller's, while
+/// the connection has no deadline, is [`ConnError::TimedOut`]: nothing is
+/// lost, call again. A source without read timeouts (a pipe) honours the
+/// deadlines when a read returns. The socket must block: a non-blocking
+/// one would have `recv` spin until the deadline.
+///
+/// Writes block: set a write timeout on the socket to give up on a peer
+/// that stops reading (it comes back as [`ConnError::TimedOut`], and
+/// nothing queued is lost).
 ///
 /// ```
 /// use std::io::{Read, Write};
@@ -78,10 +89,9 @@ const MIN_WAIT: Duration = Duration::from_millis(1);
 /// let mut encoder = Lines::new();
 /// while let Some(line) = lines.recv()? {
 ///     let answer = [&b"> "[..], &line].concat();
-///     lines.send_frame(encoder.encode(answer.into())?)?; // queued; written when full
+///     lines.send(encoder.encode(answer.into())?)?; // queued; written when full
 /// }
-/// lines.flush()?; // one write_vectored for both answers
-/// lines.get_ref().shutdown(Shutdown::Write)?;
+/// lines.close()?; // one write_vectored for both answers, then a FIN
 ///
 /// let mut answers = String::new();
 /// client.read_to_string(&mut answers)?;
@@ -92,31 +102,59 @@ const MIN_WAIT: Duration = Duration::from_millis(1);
 #[derive(Debug)]
 pub struct Stream<S, P> {
     io: S,
-    inbound: P,
-    queue: WriteQueue,
-    start: Instant,
-    /// The reader returned end of stream.
-    eof: bool,
-    /// The reader failed with this kind: final.
-    failed: Option<io::ErrorKind>,
+    conn: Conn<P>,
+    /// When the connection started: `now` is the time since.
+    base: Instant,
+    timer: Timer,
+    /// Reading failed with this kind: `recv` says so again.
+    read_failed: Option<io::ErrorKind>,
 }
 
-impl<S, P> Stream<S, P> {
-    /// Drives `inbound` with what `io` reads, and writes through a queue
-    /// with the default limits. The clock `inbound` sees starts now.
-    pub fn new(io: S, inbound: P) -> Self {
-        Self::with_queue(io, inbound, WriteQueueConfig::default())
+/// The read timeout `recv` set for the connection's deadline.
+#[derive(Clone, Copy, Debug, Default)]
+struct Timer {
+    /// The socket's read timeout, while `recv` has one set.
+    set: Option<Duration>,
+    /// The caller's read timeout, put back once there is no deadline.
+    saved: Option<Duration>,
+}
+
+/// How late a read may return after a deadline `wait` away: 1/64 of the
+/// wait, at least a millisecond. Within it, the read timeout already set
+/// serves again.
+fn slack(wait: Duration) -> Duration {
+    (wait / 64).max(Duration::from_millis(1))
+}
+
+/// An error met reading or writing: the core's, or the OS's.
+enum Failure {
+    Core(cleave_proto::Error),
+    Io(io::Error),
+}
+
+impl From<cleave_proto::Error> for Failure {
+    fn from(e: cleave_proto::Error) -> Self {
+        Self::Core(e)
+    }
+}
+
+impl<S, P: Protocol> Stream<S, P> {
+    /// `protocol` over `io`, with the default buffer and queue and no
+    /// timeouts. The connection's clock starts now.
+    pub fn new(io: S, protocol: P) -> Self {
+        Self::with_config(io, protocol, ConnConfig::default())
     }
 
-    /// As [`new`](Self::new), with the given write queue limits.
-    pub fn with_queue(io: S, inbound: P, config: WriteQueueConfig) -> Self {
+    /// `protocol` over `io`, with the given buffer and queue limits and
+    /// timeouts. The connection's clock starts now: its deadlines run
+    /// before the first byte arrives.
+    pub fn with_config(io: S, protocol: P, config: ConnConfig) -> Self {
         Self {
             io,
-            inbound,
-            queue: WriteQueue::with_config(config),
-            start: Instant::now(),
-            eof: false,
-            failed: None,
+            conn: Conn::with_config(protocol, config, Duration::ZERO),
+            base: Instant::now(),
+            timer: Timer::default(),
+            read_failed: None,
         }
     }
 
@@ -125,128 +163,94 @@ impl<S, P> Stream<S, P> {
         &self.io
     }
 
-    /// The reader and writer, to set a timeout, say. Reading from it
-    /// directly takes bytes the inbound would not see.
+    /// The reader and writer. Reading from it directly takes bytes the
+    /// protocol would not see; a read timeout set on it is overridden by
+    /// `recv` while the connection has a deadline.
     pub fn get_mut(&mut self) -> &mut S {
         &mut self.io
     }
 
-    /// The inbound state machine.
-    pub fn inbound(&self) -> &P {
-        &self.inbound
+    /// The connection: its buffer, queue, lifecycle and timeouts.
+    pub fn conn(&self) -> &Conn<P> {
+        &self.conn
     }
 
-    /// The inbound state machine, to reconfigure its decoder, say.
-    pub fn inbound_mut(&mut self) -> &mut P {
-        &mut self.inbound
+    /// The connection, to push on its queue or change its timeouts, say.
+    /// Its handlers take the time on [`now`](Self::now)'s clock.
+    pub fn conn_mut(&mut self) -> &mut Conn<P> {
+        &mut self.conn
     }
 
-    /// The write queue.
-    pub fn queue(&self) -> &WriteQueue {
-        &self.queue
+    /// The protocol.
+    pub fn protocol(&self) -> &P {
+        self.conn.protocol()
     }
 
-    /// The write queue, to push urgent writes, close or inspect it.
-    pub fn queue_mut(&mut self) -> &mut WriteQueue {
-        &mut self.queue
+    /// The protocol, to reconfigure it between events.
+    pub fn protocol_mut(&mut self) -> &mut P {
+        self.conn.protocol_mut()
     }
 
-    /// The time since the stream was made: the `now` the inbound sees.
-    pub fn elapsed(&self) -> Duration {
-        self.start.elapsed()
+    /// The time on the connection's clock: since the stream was made.
+    pub fn now(&self) -> Duration {
+        self.base.elapsed()
     }
 
-    /// The reader and writer, the inbound (its buffer holds what was read
-    /// and not handed out) and the queue (with what was not written yet).
-    pub fn into_parts(self) -> (S, P, WriteQueue) {
-        (self.io, self.inbound, self.queue)
+    /// Hands the connection to another protocol (see [`Conn::switch`]):
+    /// the unread bytes stay in place, and the socket, the queue, the
+    /// lifecycle and the timeouts are kept.
+    #[must_use = "the connection, with its unread bytes, is in the result"]
+    pub fn switch<Q: Protocol>(self, next: impl FnOnce(P) -> Q) -> Stream<S, Q> {
+        Stream {
+            io: self.io,
+            conn: self.conn.switch(next),
+            base: self.base,
+            timer: self.timer,
+            read_failed: self.read_failed,
+        }
     }
-}
 
-impl<S, P: Inbound> Stream<S, P> {
-    /// How long a read may block before the inbound's deadline: `None`
-    /// when it has none (a [`Session`](cleave_proto::Session) has one while it
-    /// sniffs, from its first poll on). Never zero (at least a
-    /// millisecond), so it can go straight into `set_read_timeout`.
-    ///
-    /// ```no_run
-    /// # use std::net::TcpStream;
-    /// # use std::time::Duration;
-    /// # use cleave_proto::{route::Router, Session, SessionConfig};
-    /// # fn run(socket: TcpStream, router: Router<&'static str>) -> std::io::Result<()> {
-    /// use cleave_proto::Event;
-    /// use cleave_std::{RecvError, Stream};
-    ///
-    /// // The session's clock starts with the first recv: wait at most the
-    /// // inspect delay for the first read.
-    /// socket.set_read_timeout(Some(router.config().inspect_delay_duration()))?;
-    /// let mut events = Stream::new(socket, Session::tunnel(router, SessionConfig::default()));
-    /// loop {
-    ///     let event = events.recv();
-    ///     // What is left until the deadline; none once routed.
-    ///     let wait = events.until_deadline();
-    ///     events.get_ref().set_read_timeout(wait)?;
-    ///     match event {
-    ///         Ok(Some(Event::Routed(decision))) => println!("to {}", decision.target),
-    ///         Ok(Some(event)) => println!("{event:?}"),
-    ///         Ok(None) => return Ok(()),
-    ///         Err(RecvError::TimedOut) => {} // the deadline is not there yet
-    ///         Err(e) => return Err(e.into()),
-    ///     }
-    /// }
-    /// # }
-    /// ```
-    pub fn until_deadline(&self) -> Option<Duration> {
-        let deadline = self.inbound.deadline()?;
-        Some(deadline.saturating_sub(self.elapsed()).max(MIN_WAIT))
-    }
-}
-
-impl<S: Read, P: Inbound> Stream<S, P> {
-    /// The next event, reading as needed; `Ok(None)` once the stream is
-    /// over (after the reader's end, the inbound's last event).
+    /// Queues `item` (bytes or a [`Frame`](cleave_proto::Frame)) in the bulk
+    /// lane without writing.
     ///
     /// # Errors
     ///
-    /// - [`RecvError::TimedOut`] when the read timed out (or would block):
-    ///   not final, call again;
-    /// - [`RecvError::Protocol`] with the inbound's typed error: final. At
-    ///   the end of the stream a [`Framed`](cleave_proto::Framed) gives an
-    ///   incomplete last frame back in [`cleave_proto::Error::Truncated`] (a
-    ///   [`Session`](cleave_proto::Session) gives it in
-    ///   [`Event::Closed`](cleave_proto::Event::Closed) instead);
-    /// - [`RecvError::Io`] when the reader fails: final.
-    pub fn recv(&mut self) -> Result<Option<P::Event>, RecvError> {
-        if let Some(kind) = self.failed {
-            return Err(RecvError::Io(kind.into()));
+    /// It comes back when the lane is full ([`Refusal::Full`]: write, then
+    /// push again) or the queue is closed.
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    pub fn push<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        self.conn.push(item)
+    }
+
+    /// Queues `item` in the urgent lane, without writing: it goes out
+    /// before queued bulk data, between frames.
+    ///
+    /// # Errors
+    ///
+    /// As [`push`](Self::push), against the urgent lane's limits.
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    pub fn push_urgent<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        self.conn.push_urgent(item)
+    }
+
+    /// The error for a push into a closed queue: the connection's own, or
+    /// `BrokenPipe`.
+    fn closed(&self) -> ConnError {
+        match self.conn.error() {
+            Some(e) => ConnError::Protocol(e.clone()),
+            None => ConnError::Io(io::ErrorKind::BrokenPipe.into()),
         }
-        loop {
-            if let Some(event) = self.inbound.poll_event(self.elapsed())? {
-                return Ok(Some(event));
-            }
-            if self.eof || self.inbound.is_closed() {
-                return Ok(None);
-            }
-            match self.fill() {
-                Ok(0) => {
-                    self.eof = true;
-                    self.inbound.handle_eof();
-                }
-                Ok(_) => {}
-                Err(FillError::Protocol(e)) => return Err(RecvError::Protocol(e)),
-                Err(FillError::Io(e)) if is_timeout(&e) => {
-                    // Time passed: the inbound may decide by the clock.
-                    return match self.inbound.poll_event(self.elapsed())? {
-                        Some(event) => Ok(Some(event)),
-                        None => Err(RecvError::TimedOut),
-                    };
-                }
-                Err(FillError::Io(e)) => {
-                    self.failed = Some(e.kind());
-                    return Err(RecvError::Io(e));
-                }
-            }
-        }
+    }
+}
+
+impl<S: Socket, P: Protocol> Stream<S, P> {
+    /// The reader and writer, with the read timeout they had before the
+    /// connection's deadlines, and the connection (its buffer holds the
+    /// bytes not consumed; its queue what was not written).
+    pub fn into_parts(mut self) -> (S, Conn<P>) {
+        // Best effort: the caller's timeout, as it was.
+        let _ = self.arm(None);
+        (self.io, self.conn)
     }
 
     /// The next event from the bytes already read, without reading:
@@ -257,152 +261,293 @@ impl<S: Read, P: Inbound> Stream<S, P> {
     ///
     /// # Errors
     ///
-    /// [`RecvError::Protocol`], as [`recv`](Self::recv).
-    pub fn recv_buffered(&mut self) -> Result<Option<P::Event>, RecvError> {
-        if let Some(kind) = self.failed {
-            return Err(RecvError::Io(kind.into()));
+    /// [`ConnError::Protocol`], as [`recv`](Self::recv).
+    pub fn recv_buffered(&mut self) -> Result<Option<P::Event>, ConnError> {
+        match self.conn.poll_event() {
+            Ok(event) => Ok(event),
+            Err(e) => {
+                // The connection may have ended its side (a timeout):
+                // best effort, the error says what happened.
+                let _ = self.settle();
+                Err(ConnError::Protocol(e))
+            }
         }
-        Ok(self.inbound.poll_event(self.elapsed())?)
     }
 
-    /// Reads once into the inbound's buffer, straight into its spare room;
-    /// retries when a signal interrupts the read. `Ok(0)` is the end.
-    fn fill(&mut self) -> Result<usize, FillError> {
-        let buf = self.inbound.recv_buf();
-        loop {
-            let spare = buf.spare_mut().map_err(FillError::Protocol)?;
-            match self.io.read(spare) {
-                Ok(n) => {
-                    buf.commit(n).map_err(FillError::Protocol)?;
-                    return Ok(n);
+    /// Ends the connection with a reset: what is queued is dropped, and
+    /// the socket is set so that its close is a reset (see
+    /// [`Socket::reset_on_close`]); drop the stream then. For when the
+    /// peer must not take the end for a clean one.
+    ///
+    /// # Errors
+    ///
+    /// What the socket says.
+    pub fn reset(&mut self) -> Result<(), ConnError> {
+        self.conn.reset();
+        self.shut()
+    }
+
+    /// Does what [`Conn::poll_shutdown`] asks.
+    fn shut(&mut self) -> Result<(), ConnError> {
+        let Some(how) = self.conn.poll_shutdown() else {
+            return Ok(());
+        };
+        let done = match how {
+            Shutdown::Write => self.io.shutdown_write(),
+            Shutdown::Reset => self.io.reset_on_close(),
+        };
+        self.conn.handle_shutdown();
+        done.map_err(ConnError::Io)
+    }
+
+    /// When the connection ended its write side itself (a timeout, a
+    /// protocol's close): writes what is left, if the source can be
+    /// written, and shuts down or resets.
+    fn settle(&mut self) -> Result<(), ConnError> {
+        if !self.conn.queue().is_closed() || self.conn.is_write_done() {
+            return Ok(());
+        }
+        if let Some(writer) = self.io.writer() {
+            flush_into(&mut self.conn, writer, self.base)?;
+        }
+        self.shut()
+    }
+
+    /// Writes the protocol's replies (the urgent lane, and the rest of a
+    /// frame in progress before them), if the source can be written.
+    /// Returns whether it wrote any.
+    fn write_urgent(&mut self) -> Result<bool, ConnError> {
+        let Some(writer) = self.io.writer() else {
+            return Ok(false);
+        };
+        let mut wrote = false;
+        while self.conn.queue().pending_bytes(Lane::Urgent) > 0 {
+            if write_once(&mut self.conn, writer, self.base)? == 0 {
+                break;
+            }
+            wrote = true;
+        }
+        if wrote {
+            writer
+                .flush()
+                .map_err(|e| fail_write(&mut self.conn, e, self.base))?;
+        }
+        Ok(wrote)
+    }
+
+    /// Sets the read timeout to end a read `wait` from now (at most
+    /// [`slack`] late), or puts the caller's back when there is no
+    /// deadline. The system is called only when the value must change.
+    fn arm(&mut self, wait: Option<Duration>) -> io::Result<()> {
+        match (wait, self.timer.set) {
+            (Some(wait), Some(set)) if set >= wait && set - wait < slack(wait) => Ok(()),
+            (Some(wait), set) => {
+                if set.is_none() {
+                    self.timer.saved = self.io.read_timeout()?;
                 }
-                Err(e) => {
-                    buf.commit(0).map_err(FillError::Protocol)?;
-                    if is_timeout(&e) {
-                        // Nothing came within the read timeout: the
-                        // connection waits, so the buffer gives back what
-                        // it does not need.
-                        buf.release_idle();
+                let value = wait.saturating_add(slack(wait) / 2);
+                self.io.set_read_timeout(Some(value))?;
+                self.timer.set = Some(value);
+                Ok(())
+            }
+            (None, Some(_)) => {
+                self.io.set_read_timeout(self.timer.saved)?;
+                self.timer.set = None;
+                Ok(())
+            }
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+impl<S: Read + Socket, P: Protocol> Stream<S, P> {
+    /// The next event, reading as needed; `Ok(None)` once the stream is
+    /// over (after the reader's end, the protocol's last event).
+    ///
+    /// Before it blocks in a read, it writes the protocol's own replies
+    /// (a pong must not wait for the application's next write), and sets
+    /// the read timeout to the connection's next deadline, if it has one.
+    ///
+    /// # Errors
+    ///
+    /// - [`ConnError::Protocol`] with the core's typed error: final. It is
+    ///   [`Error::TimedOut`](cleave_proto::Error::TimedOut) when one of the
+    ///   connection's timeouts ran out (the socket was shut down or reset
+    ///   then, as the protocol said: drop the stream). At the end of the
+    ///   stream a [`Framed`](cleave_proto::Framed) decoder gives an
+    ///   incomplete last frame back in
+    ///   [`Error::Truncated`](cleave_proto::Error::Truncated) (a
+    ///   [`Session`](cleave_proto::Session) gives it in
+    ///   [`Event::Closed`](cleave_proto::Event::Closed) instead);
+    /// - [`ConnError::Io`] when the reader fails (or writing a reply
+    ///   does): final;
+    /// - [`ConnError::TimedOut`] when a read timeout of the caller's ran
+    ///   out while the connection had no deadline (or the source would
+    ///   block): not final, call again.
+    pub fn recv(&mut self) -> Result<Option<P::Event>, ConnError> {
+        loop {
+            if let Some(event) = self.recv_buffered()? {
+                return Ok(Some(event));
+            }
+            if let Some(kind) = self.read_failed {
+                return Err(ConnError::Io(kind.into()));
+            }
+            if self.conn.is_read_done() || self.conn.is_read_closed() {
+                self.settle()?;
+                return Ok(None);
+            }
+            if self.conn.queue().is_closed() {
+                self.settle()?;
+            } else if self.write_urgent()? {
+                // The protocol may have held a reply back for room: it
+                // goes on before the read.
+                continue;
+            }
+            let now = self.now();
+            let deadline = match self.conn.poll_timeout() {
+                Some(at) if at <= now => {
+                    // Due before the read: the connection times out, or
+                    // the protocol decides by the clock.
+                    self.conn.handle_timeout(now);
+                    if let Some(event) = self.recv_buffered()? {
+                        return Ok(Some(event));
                     }
-                    if e.kind() != io::ErrorKind::Interrupted {
-                        return Err(FillError::Io(e));
+                    if self.conn.is_read_done() {
+                        continue;
                     }
+                    // A deadline the protocol did not act on does not
+                    // wake the read again.
+                    self.conn.poll_timeout().filter(|&at| at > now)
+                }
+                other => other,
+            };
+            self.arm(deadline.map(|at| at - now))
+                .map_err(ConnError::Io)?;
+            let io = &mut self.io;
+            match self
+                .conn
+                .read_with(now, |spare| io.read(spare).map_err(Failure::Io))
+            {
+                Ok(_) => {}
+                Err(Failure::Core(e)) => return Err(ConnError::Protocol(e)),
+                Err(Failure::Io(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(Failure::Io(e)) if is_timeout(&e) => {
+                    // Nothing came in time: the connection waits, so its
+                    // buffers give back what they do not need.
+                    self.conn.release_idle();
+                    self.conn.handle_timeout(self.now());
+                    if let Some(event) = self.recv_buffered()? {
+                        return Ok(Some(event));
+                    }
+                    if deadline.is_none() {
+                        return Err(ConnError::TimedOut);
+                    }
+                    // Woken before the deadline (a timer may fire a tick
+                    // early): read on.
+                }
+                Err(Failure::Io(e)) => {
+                    self.conn.handle_read_error(now);
+                    self.read_failed = Some(e.kind());
+                    return Err(ConnError::Io(e));
                 }
             }
         }
     }
 }
 
-/// Why a read into the buffer did not happen.
-enum FillError {
-    /// The buffer is full (a limit), or the reader claimed more than it
-    /// was given.
-    Protocol(cleave_proto::Error),
-    Io(io::Error),
-}
-
-/// A read timeout: `TimedOut` on most systems, `WouldBlock` on Unix.
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
-}
-
-impl<S: Write, P> Stream<S, P> {
-    /// Queues `bytes` without writing; see [`WriteQueue::push`].
+impl<S: Write, P: Protocol> Stream<S, P> {
+    /// Queues `item` in the bulk lane; when the lane is full, writes first
+    /// (blocking) to make room. What is queued reaches the writer when the
+    /// queue fills, on [`flush`](Self::flush), or before a
+    /// [`recv`](Self::recv) blocks if the protocol queued a reply behind it.
     ///
     /// # Errors
     ///
-    /// The bytes come back when the queue is full or closed.
-    pub fn push(&mut self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes>> {
-        self.queue.push(bytes)
-    }
-
-    /// Queues an encoded frame without writing; see
-    /// [`WriteQueue::push_frame`].
-    ///
-    /// # Errors
-    ///
-    /// The frame comes back when the queue is full or closed.
-    #[allow(clippy::result_large_err)] // the frame comes back by value, as in the core
-    pub fn push_frame(&mut self, frame: Frame) -> Result<Ticket, Rejected<Frame>> {
-        self.queue.push_frame(frame)
-    }
-
-    /// Queues `bytes`; when the queue is full, writes first (blocking) to
-    /// make room. Bytes reach the writer when the queue fills or on
-    /// [`flush`](Self::flush).
-    ///
-    /// # Errors
-    ///
-    /// What the writer says (a write timeout too); `BrokenPipe` if the
-    /// queue is closed. The bytes are dropped then: [`push`](Self::push)
-    /// and [`flush`](Self::flush) keep them.
-    pub fn send(&mut self, bytes: Bytes) -> io::Result<Ticket> {
-        self.send_item(bytes)
-    }
-
-    /// Queues an encoded frame; when the queue is full, writes first to
-    /// make room.
-    ///
-    /// # Errors
-    ///
-    /// As [`send`](Self::send).
-    pub fn send_frame(&mut self, frame: Frame) -> io::Result<Ticket> {
-        self.send_item(frame)
-    }
-
-    fn send_item<I: Item>(&mut self, item: I) -> io::Result<Ticket> {
+    /// What writing says ([`ConnError::TimedOut`] for a write timeout,
+    /// [`ConnError::Io`] for a failure); when the queue is closed, the
+    /// connection's error, or `BrokenPipe`. The item is dropped then:
+    /// [`push`](Self::push) and [`flush`](Self::flush) keep it.
+    pub fn send<I: Push>(&mut self, item: I) -> Result<Ticket, ConnError> {
         let mut item = item;
         loop {
-            match item.push_into(&mut self.queue) {
+            match self.conn.push(item) {
                 Ok(ticket) => return Ok(ticket),
-                Err(rejected) if rejected.error() == &cleave_proto::Error::Closed => {
-                    return Err(io::ErrorKind::BrokenPipe.into());
-                }
-                Err(rejected) => {
-                    item = rejected.into_value();
-                    write_once(&mut self.queue, &mut self.io)?;
-                }
+                Err(rejected) => match rejected.into_parts() {
+                    (Refusal::Full(_), back) => {
+                        item = back;
+                        if write_once(&mut self.conn, &mut self.io, self.base)? == 0 {
+                            return Err(self.closed());
+                        }
+                    }
+                    _ => return Err(self.closed()),
+                },
             }
         }
     }
 
-    /// Writes everything queued, with vectored writes; does not flush the
-    /// writer.
+    /// Writes everything queued (both lanes, with vectored writes) and
+    /// flushes the writer.
     ///
     /// # Errors
     ///
-    /// What the writer says. What it did not take stays queued, so calling
-    /// again after a write timeout goes on where it stopped.
-    pub fn drain(&mut self) -> io::Result<()> {
-        while write_once(&mut self.queue, &mut self.io)? > 0 {}
-        Ok(())
+    /// What writing says. After [`ConnError::TimedOut`] (a write timeout)
+    /// what the writer did not take stays queued, and calling again goes
+    /// on where it stopped; [`ConnError::Io`] is final.
+    pub fn flush(&mut self) -> Result<(), ConnError> {
+        flush_into(&mut self.conn, &mut self.io, self.base)
     }
+}
 
-    /// Writes everything queued and flushes the writer.
+impl<S: Write + Socket, P: Protocol> Stream<S, P> {
+    /// Ends the write side cleanly: the queue takes nothing more, what it
+    /// holds is written and the writer flushed, then the write half is
+    /// shut down ([`Socket::shutdown_write`]; a reset instead if the
+    /// connection was reset). Reading goes on.
     ///
     /// # Errors
     ///
-    /// As [`drain`](Self::drain), and what the writer's `flush` says.
-    pub fn flush(&mut self) -> io::Result<()> {
-        self.drain()?;
-        self.io.flush()
+    /// As [`flush`](Self::flush), and what the socket says.
+    pub fn close(&mut self) -> Result<(), ConnError> {
+        self.conn.close();
+        self.flush()?;
+        self.shut()
     }
+}
 
-    /// Closes the queue (later sends fail with `BrokenPipe`), then writes
-    /// and flushes what it holds.
-    ///
-    /// It does not shut the connection down, which `Write` cannot say: for
-    /// a `TcpStream`, call `get_ref().shutdown(Shutdown::Write)` after, or
-    /// drop the stream.
-    ///
-    /// # Errors
-    ///
-    /// As [`flush`](Self::flush).
-    pub fn close(&mut self) -> io::Result<()> {
-        self.queue.close();
-        self.flush()
+/// One vectored write of the next slices into `io`; the queue always
+/// advances by what it took. `Ok(0)`: nothing to write.
+fn write_once<P: Protocol, W: Write + ?Sized>(
+    conn: &mut Conn<P>,
+    io: &mut W,
+    base: Instant,
+) -> Result<usize, ConnError> {
+    let now = base.elapsed();
+    match conn.write_with(now, |slices| {
+        write_vectored(io, slices).map_err(Failure::Io)
+    }) {
+        Ok(n) => Ok(n),
+        // A writer that claimed more than it was given: writing failed.
+        Err(Failure::Core(e)) => Err(ConnError::Protocol(e)),
+        Err(Failure::Io(e)) => Err(fail_write(conn, e, base)),
     }
+}
+
+/// Writes everything queued into `io` and flushes it.
+fn flush_into<P: Protocol, W: Write + ?Sized>(
+    conn: &mut Conn<P>,
+    io: &mut W,
+    base: Instant,
+) -> Result<(), ConnError> {
+    while write_once(conn, io, base)? > 0 {}
+    io.flush().map_err(|e| fail_write(conn, e, base))
+}
+
+/// A write timeout is not final (nothing was taken); any other failure
+/// is, and the connection drops what is queued.
+fn fail_write<P: Protocol>(conn: &mut Conn<P>, e: io::Error, base: Instant) -> ConnError {
+    if is_timeout(&e) {
+        return ConnError::TimedOut;
+    }
+    conn.handle_write_error(base.elapsed());
+    ConnError::Io(e)
 }

@@ -5,11 +5,13 @@ use std::io::{self, Write};
 use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
 
-use cleave_proto::{Bytes, WriteQueueConfig};
+use cleave_proto::conn::SLICES;
+use cleave_proto::{Bytes, Marks, WriteQueueConfig};
 
 use crate::handle::WriteHandle;
-use crate::shared::{covers, Inner};
-use crate::write::{write_chunks, SLICES};
+use crate::shared::Inner;
+use crate::socket::Socket;
+use crate::write::write_chunks;
 
 /// Starts a thread that writes into `io` what the returned handle (and its
 /// clones) push, and returns the handle and the thread.
@@ -23,8 +25,10 @@ use crate::write::{write_chunks, SLICES};
 ///
 /// The thread ends when the queue is closed (by
 /// [`close`](WriteHandle::close), or when the last handle is dropped) and
-/// everything is written and flushed, and then drops `io`; or when the
-/// writer fails. Its result says which.
+/// everything is written and flushed: it shuts the write half down
+/// ([`Socket::shutdown_write`]: the peer reads the end even if `io` is a
+/// clone of a socket another thread reads) and drops `io`. Or it ends when
+/// the writer fails. Its result says which.
 ///
 /// # Panics
 ///
@@ -42,7 +46,7 @@ use crate::write::{write_chunks, SLICES};
 /// let socket = TcpStream::connect(listener.local_addr()?)?;
 /// let (handle, thread) = cleave_std::spawn_writer(socket, WriteQueueConfig::default());
 /// let ticket = handle.try_send(Bytes::from_static(b"ping\n"))?; // fire and forget...
-/// handle.wait(ticket)?; // ...or wait for it: no allocation either way
+/// handle.written(ticket)?; // ...or wait for it: no allocation either way
 /// handle.close()?;
 /// thread.join().expect("the writer thread does not panic")?;
 ///
@@ -55,7 +59,7 @@ use crate::write::{write_chunks, SLICES};
 /// ```
 pub fn spawn_writer<W>(io: W, config: WriteQueueConfig) -> (WriteHandle, JoinHandle<io::Result<()>>)
 where
-    W: Write + Send + 'static,
+    W: Write + Socket + Send + 'static,
 {
     let inner = Inner::new(config);
     let thread = std::thread::spawn(writer_thread(io, inner.clone()));
@@ -74,7 +78,7 @@ pub fn try_spawn_writer<W>(
     config: WriteQueueConfig,
 ) -> io::Result<(WriteHandle, JoinHandle<io::Result<()>>)>
 where
-    W: Write + Send + 'static,
+    W: Write + Socket + Send + 'static,
 {
     let inner = Inner::new(config);
     let thread = std::thread::Builder::new().spawn(writer_thread(io, inner.clone()))?;
@@ -82,7 +86,7 @@ where
 }
 
 /// The writer thread's body.
-fn writer_thread<W: Write>(io: W, inner: Arc<Inner>) -> impl FnOnce() -> io::Result<()> {
+fn writer_thread<W: Write + Socket>(io: W, inner: Arc<Inner>) -> impl FnOnce() -> io::Result<()> {
     move || {
         let guard = PanicGuard(&inner);
         let result = run(io, &inner);
@@ -95,36 +99,35 @@ fn writer_thread<W: Write>(io: W, inner: Arc<Inner>) -> impl FnOnce() -> io::Res
 enum Job {
     /// Write the chunks handed out.
     Write,
-    /// Flush the writer; the watermarks it will have flushed.
-    Flush([u64; 2]),
+    /// Flush the writer; how far it will have flushed.
+    Flush(Marks),
+    /// Everything is written and flushed, and the queue closed: shut the
+    /// write half down.
+    Shutdown,
 }
 
 /// The writer thread's loop: chunks are taken under the lock, written
 /// outside it, and accounted for under it again.
-fn run<W: Write>(mut io: W, inner: &Inner) -> io::Result<()> {
+fn run<W: Write + Socket>(mut io: W, inner: &Inner) -> io::Result<()> {
     let mut chunks: Vec<Bytes> = Vec::with_capacity(SLICES);
     loop {
         let job = {
             let mut shared = inner.lock();
             loop {
-                let marks = shared.watermarks();
+                let marks = shared.queue.marks();
                 // A flush someone waits for, once its bytes are written.
-                let asked = covers(marks, shared.flush_wanted)
-                    && !covers(shared.flushed, shared.flush_wanted);
-                if asked {
+                if shared.flushes.flush_due(marks) {
                     break Job::Flush(marks);
                 }
                 if shared.queue.chunks_owned(&mut chunks, SLICES) > 0 {
                     break Job::Write;
                 }
                 // Empty: make what was written reach its destination.
-                if shared.flushed != marks {
+                if shared.flushes.flushed() != marks {
                     break Job::Flush(marks);
                 }
                 if shared.queue.is_closed() {
-                    shared.done = true;
-                    inner.progress.notify_all();
-                    return Ok(());
+                    break Job::Shutdown;
                 }
                 shared.idle = true;
                 shared = inner
@@ -149,7 +152,7 @@ fn run<W: Write>(mut io: W, inner: &Inner) -> io::Result<()> {
                 if let Err(e) = advanced {
                     return Err(inner.fail(&mut shared, e));
                 }
-                inner.publish(&shared);
+                inner.publish(shared.queue.marks());
                 inner.wake_waiters(&shared);
             }
             Job::Flush(marks) => {
@@ -158,8 +161,17 @@ fn run<W: Write>(mut io: W, inner: &Inner) -> io::Result<()> {
                 if let Err(e) = flushed {
                     return Err(inner.fail(&mut shared, e));
                 }
-                shared.flushed = marks;
+                shared.flushes.did_flush(marks, drop);
                 inner.wake_waiters(&shared);
+            }
+            Job::Shutdown => {
+                let shut = io.shutdown_write();
+                let mut shared = inner.lock();
+                if let Err(e) = shut {
+                    return Err(inner.fail(&mut shared, e));
+                }
+                inner.end(&mut shared);
+                return Ok(());
             }
         }
     }

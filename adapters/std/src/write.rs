@@ -1,14 +1,11 @@
-//! Blocking vectored writes of a [`WriteQueue`], shared by [`Stream`]
-//! (which writes on the caller's thread) and the writer thread.
-//!
-//! [`Stream`]: crate::Stream
+//! Blocking vectored writes, shared by [`Stream`](crate::Stream) (which
+//! writes its connection's queue on the caller's thread) and the writer
+//! thread (which writes chunks it took out of its queue).
 
 use std::io::{self, IoSlice, Write};
 
-use cleave_proto::{Bytes, Frame, Rejected, Ticket, WriteQueue};
-
-/// How many slices one write hands the OS.
-pub(crate) const SLICES: usize = 64;
+use cleave_proto::conn::SLICES;
+use cleave_proto::Bytes;
 
 /// One `write_vectored`, retried when interrupted by a signal.
 ///
@@ -31,33 +28,6 @@ pub(crate) fn write_vectored<W: Write + ?Sized>(
     }
 }
 
-/// Writes the next slices of `queue` with one `write_vectored` and records
-/// what the writer took. Returns the bytes written: 0 only when nothing was
-/// pending.
-///
-/// # Errors
-///
-/// What the writer says (the queue is unchanged then, so the same bytes go
-/// out on the next call); `InvalidData` for a writer that claims more than
-/// it was given.
-pub(crate) fn write_once<W: Write + ?Sized>(
-    queue: &mut WriteQueue,
-    io: &mut W,
-) -> io::Result<usize> {
-    let written = {
-        let mut slices = [IoSlice::new(&[]); SLICES];
-        let n = queue.io_slices(&mut slices);
-        if n == 0 {
-            return Ok(0);
-        }
-        write_vectored(io, &slices[..n])?
-    };
-    queue
-        .advance(written)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-    Ok(written)
-}
-
 /// Writes `chunks` (owned views the queue handed out) with one
 /// `write_vectored`, without the queue.
 ///
@@ -73,21 +43,13 @@ pub(crate) fn write_chunks<W: Write + ?Sized>(io: &mut W, chunks: &[Bytes]) -> i
     write_vectored(io, &slices[..n])
 }
 
-/// What the bulk lane takes: plain bytes or an encoded frame.
-pub(crate) trait Item: Sized {
-    fn push_into(self, queue: &mut WriteQueue) -> Result<Ticket, Rejected<Self>>;
-}
-
-impl Item for Bytes {
-    fn push_into(self, queue: &mut WriteQueue) -> Result<Ticket, Rejected<Self>> {
-        queue.push(self)
-    }
-}
-
-impl Item for Frame {
-    fn push_into(self, queue: &mut WriteQueue) -> Result<Ticket, Rejected<Self>> {
-        queue.push_frame(self)
-    }
+/// A read or write timeout: `TimedOut` on some systems, `WouldBlock` on
+/// Unix (and from a non-blocking socket).
+pub(crate) fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 #[cfg(test)]
@@ -120,30 +82,35 @@ mod tests {
 
     #[test]
     fn partial_and_interrupted_writes_lose_nothing() {
-        let mut queue = WriteQueue::new();
-        let mut expected = Vec::new();
-        for i in 0..50u8 {
-            let bytes = Bytes::from(vec![i; usize::from(i) * 97 % 1500 + 1]);
-            expected.extend_from_slice(&bytes);
-            queue.push(bytes).unwrap();
-        }
+        let chunks: Vec<Bytes> = (0..50u8)
+            .map(|i| Bytes::from(vec![i; usize::from(i) * 97 % 1500 + 1]))
+            .collect();
+        let expected = chunks.concat();
         let mut io = Stingy {
             out: Vec::new(),
             max: 333,
             calls: 0,
         };
-        while write_once(&mut queue, &mut io).unwrap() > 0 {}
-        assert!(queue.is_flushed());
+        let mut rest = chunks;
+        while !rest.is_empty() {
+            let mut n = write_chunks(&mut io, &rest).unwrap();
+            while n > 0 {
+                let take = n.min(rest[0].len());
+                rest[0] = rest[0].slice(take..);
+                if rest[0].is_empty() {
+                    rest.remove(0);
+                }
+                n -= take;
+            }
+        }
         assert_eq!(io.out, expected);
     }
 
     #[test]
     fn a_writer_that_takes_nothing_is_an_error() {
-        let mut queue = WriteQueue::new();
-        queue.push(Bytes::from_static(b"x")).unwrap();
         let mut full: &mut [u8] = &mut [];
-        let e = write_once(&mut queue, &mut full).unwrap_err();
+        let e = write_chunks(&mut full, &[Bytes::from_static(b"x")]).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::WriteZero);
-        assert_eq!(queue.len(), 1, "nothing was taken off the queue");
+        assert_eq!(write_chunks(&mut full, &[]).unwrap(), 0, "nothing to write");
     }
 }

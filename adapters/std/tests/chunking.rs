@@ -7,8 +7,10 @@
 use std::io::{self, Read, Write};
 use std::time::Duration;
 
-use cleave_proto::{Bytes, Decoder, Error, Framed, Inbound, LengthPrefixed, Lines, LinesConfig};
-use cleave_std::{RecvError, Stream};
+use cleave_proto::{
+    Bytes, Conn, ConnConfig, Decoder, Error, Framed, LengthPrefixed, Lines, LinesConfig,
+};
+use cleave_std::{ConnError, Socket, Stream};
 use proptest::prelude::*;
 
 /// A reader that hands out its input in the given pieces (at most what the
@@ -40,6 +42,9 @@ impl Read for Pieces {
     }
 }
 
+/// Read-only, no timeouts: the defaults.
+impl Socket for Pieces {}
+
 /// Every frame, then the final error if any, retrying on timeouts.
 fn through_stream<D: Decoder<Item = Bytes>>(
     decoder: D,
@@ -61,8 +66,8 @@ fn through_stream<D: Decoder<Item = Bytes>>(
         match stream.recv() {
             Ok(Some(frame)) => frames.push(frame),
             Ok(None) => return (frames, None, timeouts),
-            Err(RecvError::TimedOut) => timeouts += 1,
-            Err(RecvError::Protocol(e)) => return (frames, Some(e), timeouts),
+            Err(ConnError::TimedOut) => timeouts += 1,
+            Err(ConnError::Protocol(e)) => return (frames, Some(e), timeouts),
             Err(e) => panic!("{e}"),
         }
     }
@@ -70,12 +75,12 @@ fn through_stream<D: Decoder<Item = Bytes>>(
 
 /// The same, fed whole to the core.
 fn whole<D: Decoder<Item = Bytes>>(decoder: D, data: &[u8]) -> (Vec<Bytes>, Option<Error>) {
-    let mut framed = Framed::new(decoder);
-    framed.recv_buf().feed(data).unwrap();
-    framed.handle_eof();
+    let mut framed = Conn::new(Framed::new(decoder), Duration::ZERO);
+    framed.feed(data, Duration::ZERO).unwrap();
+    framed.handle_eof(Duration::ZERO);
     let mut frames = Vec::new();
     loop {
-        match framed.poll_event(Duration::ZERO) {
+        match framed.poll_event() {
             Ok(Some(frame)) => frames.push(frame),
             Ok(None) => return (frames, None),
             Err(e) => return (frames, Some(e)),
@@ -138,30 +143,32 @@ proptest! {
         let mut takes = takes;
         takes[0].1 = false; // some turn takes something
         let sink = Sink { out: Vec::new(), takes, turn: 0 };
-        let config = cleave_proto::WriteQueueConfig::default().max_bytes(4096).unwrap();
-        let mut stream = Stream::with_queue(sink, Framed::new(Lines::new()), config);
+        let queue = cleave_proto::WriteQueueConfig::default().max_bytes(4096).unwrap();
+        let config = ConnConfig::default().write_queue(queue);
+        let mut stream = Stream::with_config(sink, Framed::new(Lines::new()), config);
         for write in &writes {
             let mut bytes = Bytes::from(write.clone());
             // push, and on a full queue write (retrying timeouts) to make room.
             while let Err(rejected) = stream.push(bytes) {
                 bytes = rejected.into_value();
-                retry(|| stream.drain());
+                retry(|| stream.flush());
             }
-            prop_assert!(stream.queue().len() <= 4096 || stream.queue().items() == 1);
+            let queue = stream.conn().queue();
+            prop_assert!(queue.len() <= 4096 || queue.items() == 1);
         }
         retry(|| stream.flush());
-        let (sink, _, queue) = stream.into_parts();
-        prop_assert!(queue.is_empty());
+        let (sink, conn) = stream.into_parts();
+        prop_assert!(conn.queue().is_empty());
         prop_assert_eq!(sink.out, writes.concat());
     }
 }
 
 /// Calls `f` until it does not time out.
-fn retry(mut f: impl FnMut() -> io::Result<()>) {
+fn retry(mut f: impl FnMut() -> Result<(), ConnError>) {
     loop {
         match f() {
             Ok(()) => return,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(ConnError::TimedOut) => {}
             Err(e) => panic!("{e}"),
         }
     }
@@ -190,3 +197,6 @@ impl Write for Sink {
         Ok(())
     }
 }
+
+/// Write-only, no timeouts: the defaults.
+impl Socket for Sink {}

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use cleave_proto::route::{Match, Reason, Router, RouterConfig};
 use cleave_proto::{
-    Bytes, Encoder, Error, Event, Framed, LengthPrefixed, Limit, Lines, Session, SessionConfig,
-    WriteQueueConfig,
+    Bytes, ConnConfig, Encoder, Error, Event, Framed, Lane, LengthPrefixed, Lines, Refusal,
+    Session, SessionConfig, WriteQueueConfig,
 };
-use cleave_std::{spawn_writer, RecvError, Stream, WriteError};
+use cleave_std::{spawn_writer, ConnError, Stream, WriteError};
 use socket2::{Domain, SockRef, Socket, Type};
 
 fn pair() -> (TcpStream, TcpStream) {
@@ -109,7 +109,7 @@ fn many_connections_in_random_fragments_with_a_thread_each() {
                     match event {
                         Event::Frame(f) => {
                             handle
-                                .send(format!("OK {}\n", frames.len()).into())
+                                .send(Bytes::from(format!("OK {}\n", frames.len())))
                                 .unwrap();
                             frames.push(f);
                         }
@@ -118,9 +118,10 @@ fn many_connections_in_random_fragments_with_a_thread_each() {
                         _ => {}
                     }
                 }
+                // Written, and the write half shut down: the client reads
+                // the end.
                 handle.close().unwrap();
                 writer.join().unwrap().unwrap();
-                events.get_ref().shutdown(Shutdown::Write).unwrap();
                 (frames, raw)
             }));
         }
@@ -193,7 +194,7 @@ fn a_peer_that_closes_mid_frame_gives_the_partial_bytes_back() {
     for _ in 0..2 {
         // Final: the same error, with the same bytes, again.
         match lines.recv() {
-            Err(RecvError::Protocol(Error::Truncated { partial, offset })) => {
+            Err(ConnError::Protocol(Error::Truncated { partial, offset })) => {
                 assert_eq!((&partial[..], offset), (&b"thr"[..], 8));
             }
             other => panic!("{other:?}"),
@@ -228,15 +229,15 @@ fn a_peer_reset_is_a_final_io_error() {
     reset(client);
     let mut lines = Stream::new(server, Framed::new(Lines::new()));
     match lines.recv() {
-        Err(RecvError::Io(e)) => {
+        Err(ConnError::Io(e)) => {
             assert_eq!(e.kind(), io::ErrorKind::ConnectionReset);
             match lines.recv() {
-                Err(RecvError::Io(again)) => assert_eq!(again.kind(), e.kind()),
+                Err(ConnError::Io(again)) => assert_eq!(again.kind(), e.kind()),
                 other => panic!("{other:?}"),
             }
         }
         // Some stacks deliver the bytes and a clean end before the reset.
-        Err(RecvError::Protocol(Error::Truncated { partial, .. })) => {
+        Err(ConnError::Protocol(Error::Truncated { partial, .. })) => {
             assert_eq!(&partial[..], b"partial li")
         }
         other => panic!("{other:?}"),
@@ -263,7 +264,7 @@ fn a_read_timeout_is_recoverable_and_loses_nothing() {
         // Nothing complete yet: timed out, twice, and the bytes stay.
         for _ in 0..2 {
             match frames.recv() {
-                Err(RecvError::TimedOut) => {}
+                Err(ConnError::TimedOut) => {}
                 other => panic!("{other:?}"),
             }
         }
@@ -278,51 +279,91 @@ fn a_read_timeout_is_recoverable_and_loses_nothing() {
 
 #[test]
 fn a_silent_client_is_routed_by_the_fallback_once_the_deadline_passes() {
-    let (mut client, server) = pair();
-    client.write_all(b"GET / HT").unwrap(); // and then nothing
     let delay = Duration::from_millis(200);
-    let router = Router::with_config("fallback", RouterConfig::default().inspect_delay(delay))
-        .rule(Match::Http, "web");
-    // The session's clock starts at the first recv: the first read waits
-    // at most the inspect delay, the later ones what is left of it.
-    server.set_read_timeout(Some(delay)).unwrap();
-    let started = Instant::now();
-    let mut events = Stream::new(server, Session::tunnel(router, SessionConfig::default()));
-    let mut timeouts = 0;
-    let decision = loop {
-        let event = events.recv();
-        let wait = events.until_deadline();
-        assert!(wait.is_none_or(|wait| wait <= delay), "{wait:?}");
-        events.get_ref().set_read_timeout(wait).unwrap();
-        match event {
-            Ok(Some(Event::Routed(decision))) => break decision,
-            Err(RecvError::TimedOut) => timeouts += 1,
+    let patience = Duration::from_secs(30);
+    // Some bytes that do not decide, or none at all: the inspect delay runs
+    // from the stream's start either way.
+    for first in [&b"GET / HT"[..], b""] {
+        let (mut client, server) = pair();
+        client.write_all(first).unwrap(); // and then nothing
+        let router = Router::with_config("fallback", RouterConfig::default().inspect_delay(delay))
+            .rule(Match::Http, "web");
+        // The caller's own read timeout: recv sets the deadline's while
+        // the session sniffs, and puts this one back once routed.
+        server.set_read_timeout(Some(patience)).unwrap();
+        let started = Instant::now();
+        let mut events = Stream::new(server, Session::tunnel(router, SessionConfig::default()));
+        assert_eq!(events.conn().poll_timeout(), Some(delay));
+        // No TimedOut on the way: the decision by the clock is the event.
+        let decision = match events.recv() {
+            Ok(Some(Event::Routed(decision))) => decision,
             other => panic!("{other:?}"),
-        }
-        assert!(timeouts < 1000, "never routed");
-    };
-    assert_eq!(
-        (decision.target, decision.reason),
-        ("fallback", Reason::DeadlinePassed)
-    );
-    assert!(started.elapsed() >= delay, "routed before the deadline");
-    assert_eq!(
-        events.until_deadline(),
-        None,
-        "routed: no deadline any more"
-    );
-    assert_eq!(
-        events.recv().unwrap().unwrap(),
-        Event::Tunnel("GET / HT".into())
-    );
-    client.write_all(b"TP/1.1").unwrap();
+        };
+        assert_eq!(
+            (decision.target, decision.reason),
+            ("fallback", Reason::DeadlinePassed)
+        );
+        assert!(started.elapsed() >= delay, "routed before the deadline");
+        assert_eq!(
+            events.conn().poll_timeout(),
+            None,
+            "routed: no deadline any more"
+        );
+        assert_eq!(
+            events.recv().unwrap().unwrap(),
+            Event::Tunnel(Bytes::copy_from_slice(first))
+        );
+        client.write_all(b"TP/1.1").unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        assert_eq!(
+            events.recv().unwrap().unwrap(),
+            Event::Tunnel("TP/1.1".into())
+        );
+        // The caller's read timeout was back for that read.
+        assert_eq!(events.get_ref().read_timeout().unwrap(), Some(patience));
+        assert_eq!(events.recv().unwrap().unwrap(), Event::Closed(Bytes::new()));
+        assert!(events.recv().unwrap().is_none());
+    }
+}
+
+#[test]
+fn close_shuts_the_write_half_and_reading_goes_on() {
+    let (mut client, server) = pair();
+    let mut lines = Stream::new(server, Framed::new(Lines::new()));
+    lines.push(Bytes::from_static(b"bye\n")).unwrap();
+    lines.close().unwrap(); // written, then a FIN
+    let mut got = String::new();
+    client.read_to_string(&mut got).unwrap();
+    assert_eq!(got, "bye\n");
+    assert!(matches!(
+        lines.send(Bytes::from_static(b"late\n")),
+        Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe
+    ));
+    client.write_all(b"still\nhere\n").unwrap();
     client.shutdown(Shutdown::Write).unwrap();
-    assert_eq!(
-        events.recv().unwrap().unwrap(),
-        Event::Tunnel("TP/1.1".into())
-    );
-    assert_eq!(events.recv().unwrap().unwrap(), Event::Closed(Bytes::new()));
-    assert!(events.recv().unwrap().is_none());
+    assert_eq!(lines.recv().unwrap().unwrap(), "still");
+    assert_eq!(lines.recv().unwrap().unwrap(), "here");
+    assert!(lines.recv().unwrap().is_none());
+    assert!(lines.conn().is_finished());
+}
+
+#[test]
+fn reset_drops_what_is_queued_and_resets_the_peer() {
+    let (mut client, server) = pair();
+    let mut lines = Stream::new(server, Framed::new(Lines::new()));
+    lines.push(Bytes::from_static(b"never sent\n")).unwrap();
+    lines.reset().unwrap();
+    assert!(lines.conn().is_finished());
+    assert!(lines.conn().queue().is_empty());
+    assert!(lines.recv().unwrap().is_none(), "nothing more is read");
+    drop(lines); // the close is a reset
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut got = Vec::new();
+    let e = client.read_to_end(&mut got).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::ConnectionReset);
+    assert!(got.is_empty());
 }
 
 const CHUNK: usize = 16 * 1024;
@@ -338,11 +379,12 @@ fn a_slow_reader_makes_stream_send_block_at_the_byte_bound() {
     let producer = {
         let (sent, queued) = (sent.clone(), queued.clone());
         thread::spawn(move || {
-            let mut out = Stream::with_queue(client, Framed::new(Lines::new()), config);
+            let config = ConnConfig::default().write_queue(config);
+            let mut out = Stream::with_config(client, Framed::new(Lines::new()), config);
             let chunk = Bytes::from(vec![7u8; CHUNK]);
             for _ in 0..CHUNKS {
                 out.send(chunk.clone()).unwrap();
-                let pending = out.queue().len();
+                let pending = out.conn().queue().len();
                 assert!(pending <= MAX, "{pending} bytes queued");
                 queued.store(pending, Ordering::SeqCst);
                 sent.fetch_add(1, Ordering::SeqCst);
@@ -437,17 +479,7 @@ fn a_full_writer_gives_bytes_back_times_out_and_then_drains() {
         match handle.try_send(back) {
             Ok(ticket) => accepted.push((ticket, chunk)),
             Err(rejected) => {
-                assert!(
-                    matches!(
-                        rejected.error(),
-                        Error::LimitExceeded {
-                            limit: Limit::QueueBytes,
-                            ..
-                        }
-                    ),
-                    "{}",
-                    rejected.error()
-                );
+                assert_eq!(rejected.error(), &Refusal::Full(Lane::Bulk));
                 assert_eq!(rejected.into_value(), chunk);
                 break;
             }
@@ -460,7 +492,7 @@ fn a_full_writer_gives_bytes_back_times_out_and_then_drains() {
     // write until it blocks.)
     let mut last = accepted.last().unwrap().0;
     loop {
-        match handle.wait_timeout(last, Duration::from_millis(10)) {
+        match handle.written_timeout(last, Duration::from_millis(10)) {
             Err(WriteError::TimedOut) => break,
             Ok(()) => {
                 let chunk = Bytes::from(vec![(i % 251) as u8; CHUNK]);
@@ -480,7 +512,7 @@ fn a_full_writer_gives_bytes_back_times_out_and_then_drains() {
         server.read_to_end(&mut all).unwrap();
         all
     });
-    handle.wait(last).unwrap();
+    handle.written(last).unwrap();
     assert!(handle.is_written(last));
     handle.flush().unwrap();
     assert_eq!(handle.pending_bytes(), 0);
@@ -508,7 +540,7 @@ fn close_writes_everything_and_tickets_complete_in_order() {
         all
     });
     for ticket in &tickets {
-        handle.wait(*ticket).unwrap();
+        handle.written(*ticket).unwrap();
     }
     handle.flush().unwrap();
     handle.close().unwrap();
@@ -520,7 +552,7 @@ fn close_writes_everything_and_tickets_complete_in_order() {
     let e = handle.send(late.clone()).unwrap_err();
     assert!(matches!(e.error(), WriteError::Closed));
     assert_eq!(e.into_value(), late, "given back");
-    assert_eq!(handle.try_send(late).unwrap_err().error(), &Error::Closed);
+    assert_eq!(handle.try_send(late).unwrap_err().error(), &Refusal::Closed);
     handle.flush().unwrap(); // nothing pushed since: nothing to wait for
 }
 
@@ -541,7 +573,7 @@ fn a_writer_failure_reaches_every_waiter() {
                     Ok(ticket) => ticket,
                     Err(e) => return e.into_parts().0,
                 };
-                if let Err(e) = handle.wait(ticket) {
+                if let Err(e) = handle.written(ticket) {
                     return e;
                 }
             })
@@ -588,7 +620,7 @@ fn a_writer_failure_reaches_every_waiter() {
             .try_send(Bytes::from_static(b"x"))
             .unwrap_err()
             .error(),
-        &Error::Closed
+        &Refusal::Closed
     );
 }
 
@@ -618,14 +650,14 @@ fn frames_wait_for_room_on_both_drivers_and_arrive_whole() {
     // Same thread.
     let (client, server) = pair();
     let reader = collect(server);
-    let mut out = Stream::with_queue(client, Framed::new(LengthPrefixed::new()), config);
+    let queue = ConnConfig::default().write_queue(config);
+    let mut out = Stream::with_config(client, Framed::new(LengthPrefixed::new()), queue);
     for body in &bodies {
-        out.send_frame(codec.encode(body.clone()).unwrap()).unwrap();
-        assert!(out.queue().len() <= 4 * 1024 + 3000 + 4);
-        assert!(out.queue().items() <= 4);
+        out.send(codec.encode(body.clone()).unwrap()).unwrap();
+        assert!(out.conn().queue().len() <= 4 * 1024 + 3000 + 4);
+        assert!(out.conn().queue().items() <= 4);
     }
-    out.close().unwrap();
-    out.get_ref().shutdown(Shutdown::Write).unwrap();
+    out.close().unwrap(); // everything written, then a FIN
     assert_eq!(reader.join().unwrap(), bodies);
 
     // Writer thread.
@@ -634,13 +666,9 @@ fn frames_wait_for_room_on_both_drivers_and_arrive_whole() {
     let (handle, writer) = spawn_writer(client, config);
     let mut last = None;
     for body in &bodies {
-        last = Some(
-            handle
-                .send_frame(codec.encode(body.clone()).unwrap())
-                .unwrap(),
-        );
+        last = Some(handle.send(codec.encode(body.clone()).unwrap()).unwrap());
     }
-    handle.wait(last.unwrap()).unwrap();
+    handle.written(last.unwrap()).unwrap();
     drop(handle); // the last handle: closes the queue, the thread finishes
     writer.join().unwrap().unwrap();
     assert_eq!(reader.join().unwrap(), bodies);
@@ -664,8 +692,8 @@ fn recv_buffered_gives_what_arrived_together_without_reading() {
     client.shutdown(Shutdown::Write).unwrap();
     assert_eq!(lines.recv().unwrap().unwrap(), "four");
     assert!(lines.recv().unwrap().is_none());
-    let (_, inbound, queue) = lines.into_parts();
-    assert!(inbound.into_parts().0.is_empty() && queue.is_empty());
+    let (_, conn) = lines.into_parts();
+    assert!(conn.recv_buf().is_empty() && conn.queue().is_empty());
 }
 
 #[test]
@@ -676,7 +704,7 @@ fn a_reader_only_stream_over_a_file() {
         let mut out = Stream::new(file, Framed::new(Lines::new()));
         let mut encoder = Lines::new();
         for i in 0..5000 {
-            out.send_frame(encoder.encode(format!("{i}").into()).unwrap())
+            out.send(encoder.encode(format!("{i}").into()).unwrap())
                 .unwrap();
         }
         out.push(Bytes::from_static(b"no newline")).unwrap();
@@ -688,7 +716,7 @@ fn a_reader_only_stream_over_a_file() {
         assert_eq!(lines.recv().unwrap().unwrap(), format!("{i}"));
     }
     match lines.recv() {
-        Err(RecvError::Protocol(Error::Truncated { partial, .. })) => {
+        Err(ConnError::Protocol(Error::Truncated { partial, .. })) => {
             assert_eq!(partial, "no newline")
         }
         other => panic!("{other:?}"),
@@ -720,14 +748,14 @@ mod unix {
             .map(|i| Bytes::from(vec![i as u8; i as usize * 131 % 5000]))
             .collect();
         for body in &bodies {
-            handle
-                .send_frame(codec.encode(body.clone()).unwrap())
-                .unwrap();
+            handle.send(codec.encode(body.clone()).unwrap()).unwrap();
         }
+        // Written, and the write half shut down: the reader gets the end
+        // although `a` is still open.
         handle.close().unwrap();
         writer.join().unwrap().unwrap();
-        a.shutdown(Shutdown::Write).unwrap(); // the other clone ends the stream
         assert_eq!(reader.join().unwrap(), bodies);
+        drop(a);
     }
 
     #[test]
@@ -747,7 +775,7 @@ mod unix {
             let sent = sent.clone();
             thread::spawn(move || {
                 for line in sent {
-                    handle.send_frame(encoder.encode(line).unwrap()).unwrap();
+                    handle.send(encoder.encode(line).unwrap()).unwrap();
                 }
                 // The last handle goes: the queue closes, the thread writes
                 // the rest and drops the pipe, and cat ends.

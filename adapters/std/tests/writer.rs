@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cleave_proto::{Bytes, Encoder, Lines, WriteQueueConfig};
-use cleave_std::{spawn_writer, try_spawn_writer, WriteError};
+use cleave_std::{spawn_writer, try_spawn_writer, Socket, WriteError};
 
 /// A writer that says when it is inside a write, and stays there until
 /// the test says how the write ends.
@@ -37,6 +37,8 @@ impl Write for Gated {
         Ok(())
     }
 }
+
+impl Socket for Gated {}
 
 /// The test's side of a [`Gated`] writer.
 struct Controls {
@@ -82,14 +84,14 @@ fn pushes_never_wait_for_a_writer_inside_a_write() {
         .unwrap_err();
     assert!(matches!(timed_out.error(), WriteError::TimedOut));
     assert!(matches!(
-        handle.wait_timeout(second, Duration::from_millis(10)),
+        handle.written_timeout(second, Duration::from_millis(10)),
         Err(WriteError::TimedOut)
     ));
     assert!(!handle.is_written(urgent));
 
     drop(gate); // every write goes through from now on
-    handle.wait(urgent).unwrap();
-    handle.wait(second).unwrap();
+    handle.written(urgent).unwrap();
+    handle.written(second).unwrap();
     handle.close().unwrap();
     thread.join().unwrap().unwrap();
     // The urgent write went ahead of the bulk writes queued before it.
@@ -104,10 +106,14 @@ fn a_failed_write_fails_every_handle_with_the_same_error() {
     inside.recv().unwrap();
     let later = handle.try_send(Bytes::from_static(b"also doomed")).unwrap();
     let clone = handle.clone();
-    let waiter = std::thread::spawn(move || clone.wait(later));
+    let waiter = std::thread::spawn(move || clone.written(later));
     gate.send(Err(io::Error::new(io::ErrorKind::BrokenPipe, "gone")))
         .unwrap();
-    for result in [handle.wait(ticket), waiter.join().unwrap(), handle.flush()] {
+    for result in [
+        handle.written(ticket),
+        waiter.join().unwrap(),
+        handle.flush(),
+    ] {
         match result {
             Err(WriteError::Failed(e)) => {
                 assert_eq!(
@@ -120,7 +126,10 @@ fn a_failed_write_fails_every_handle_with_the_same_error() {
     }
     let e = handle.send(Bytes::from_static(b"x")).unwrap_err();
     assert!(matches!(e.error(), WriteError::Failed(_)));
-    assert_eq!(io::Error::from(e).kind(), io::ErrorKind::BrokenPipe);
+    assert_eq!(
+        io::Error::from(e.into_parts().0).kind(),
+        io::ErrorKind::BrokenPipe
+    );
     assert_eq!(
         thread.join().unwrap().unwrap_err().kind(),
         io::ErrorKind::BrokenPipe
@@ -146,6 +155,14 @@ impl Write for Buffered {
     }
 }
 
+/// Says when it is shut down, after the last flush.
+impl Socket for Buffered {
+    fn shutdown_write(&self) -> io::Result<()> {
+        self.out.lock().unwrap().extend_from_slice(b" (shut)");
+        Ok(())
+    }
+}
+
 #[test]
 fn flush_reaches_the_writer_and_the_last_handle_closes() {
     let out = Arc::new(Mutex::new(Vec::new()));
@@ -163,7 +180,7 @@ fn flush_reaches_the_writer_and_the_last_handle_closes() {
             let frame = encoder.encode(format!("from {i}").into()).unwrap();
             let out = out.clone();
             std::thread::spawn(move || {
-                handle.send_frame(frame).unwrap();
+                handle.send(frame).unwrap();
                 handle.flush().unwrap();
                 // After a flush, what this handle sent is out of the writer.
                 let flushed = String::from_utf8(out.lock().unwrap().clone()).unwrap();
@@ -181,7 +198,7 @@ fn flush_reaches_the_writer_and_the_last_handle_closes() {
     handle.try_send(Bytes::from_static(b"last")).unwrap();
     drop(handle);
     thread.join().unwrap().unwrap();
-    assert!(out.lock().unwrap().ends_with(b"last"));
+    assert!(out.lock().unwrap().ends_with(b"last (shut)"));
 }
 
 /// A writer that panics.
@@ -197,11 +214,13 @@ impl Write for Panics {
     }
 }
 
+impl Socket for Panics {}
+
 #[test]
 fn a_writer_that_panics_fails_the_handles_instead_of_hanging_them() {
     let (handle, thread) = spawn_writer(Panics, WriteQueueConfig::default());
     let ticket = handle.try_send(Bytes::from_static(b"boom")).unwrap();
-    assert!(matches!(handle.wait(ticket), Err(WriteError::Failed(_))));
+    assert!(matches!(handle.written(ticket), Err(WriteError::Failed(_))));
     assert!(matches!(handle.close(), Err(WriteError::Failed(_))));
     assert!(thread.join().is_err(), "the panic is the thread's result");
 }

@@ -1,0 +1,226 @@
+//! [`Socket`]: what a [`Stream`](crate::Stream) needs of its reader and
+//! writer besides `Read` and `Write`.
+
+use std::fs::File;
+use std::io::{self, Cursor, Stdin, Write};
+use std::net::TcpStream;
+use std::process::{ChildStderr, ChildStdin, ChildStdout};
+use std::time::Duration;
+
+/// What a [`Stream`](crate::Stream) needs of its reader and writer besides
+/// `Read` and `Write`: a read timeout, so that a blocking read returns at
+/// the connection's deadline, the two ways to end a connection, and the
+/// writer for the protocol's own replies.
+///
+/// Implemented for [`TcpStream`] and `UnixStream` (all of it), for files,
+/// pipes, standard input, cursors, byte slices and `Vec<u8>` (no timeout:
+/// a read blocks until bytes or the end come, so the connection's
+/// deadlines are honoured when a read returns; nothing to shut down or
+/// reset: dropping them ends them), and through `&mut T` and `Box<T>`.
+/// A type of your own implements what it has; the defaults are harmless.
+///
+/// ```
+/// use std::io::{self, Read, Write};
+///
+/// /// A socket of a user-space stack, say: no timeouts, a real shutdown.
+/// struct Pipe(Vec<u8>);
+/// # impl Read for Pipe { fn read(&mut self, _: &mut [u8]) -> io::Result<usize> { Ok(0) } }
+/// # impl Write for Pipe {
+/// #     fn write(&mut self, b: &[u8]) -> io::Result<usize> { self.0.write(b) }
+/// #     fn flush(&mut self) -> io::Result<()> { Ok(()) }
+/// # }
+///
+/// impl cleave_std::Socket for Pipe {
+///     fn shutdown_write(&self) -> io::Result<()> {
+///         Ok(()) // tell the other end, here
+///     }
+///
+///     fn writer(&mut self) -> Option<&mut dyn Write> {
+///         Some(self) // the protocol's replies go out while reading
+///     }
+/// }
+/// ```
+pub trait Socket {
+    /// Sets how long a read may block (`None`: as long as it takes).
+    /// [`recv`](crate::Stream::recv) calls it while the connection has a
+    /// deadline, and puts back what [`read_timeout`](Self::read_timeout)
+    /// said once it has none.
+    ///
+    /// # Errors
+    ///
+    /// What the OS says. By default nothing is set, and `Ok`.
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        let _ = timeout;
+        Ok(())
+    }
+
+    /// The read timeout now: the caller's, which
+    /// [`recv`](crate::Stream::recv) puts back.
+    ///
+    /// # Errors
+    ///
+    /// What the OS says. By default `Ok(None)`.
+    fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(None)
+    }
+
+    /// Shuts the sending half down: the peer reads the end of the stream.
+    /// [`Stream::close`](crate::Stream::close) calls it once everything
+    /// queued is written, and the writer thread once its queue is closed
+    /// and written.
+    ///
+    /// # Errors
+    ///
+    /// What the OS says. By default nothing is done, and `Ok`: the end
+    /// comes when the value is dropped.
+    fn shutdown_write(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Makes the next close a reset: for TCP, `SO_LINGER` 0, so that
+    /// dropping the socket sends a RST and drops what was not sent,
+    /// instead of a FIN after it. [`Stream::reset`](crate::Stream::reset)
+    /// calls it, and so does [`recv`](crate::Stream::recv) when the
+    /// connection ends itself with a reset (a timeout with an incomplete
+    /// frame).
+    ///
+    /// # Errors
+    ///
+    /// What the OS says. By default nothing is done, and `Ok`: the peer
+    /// sees a clean end when the value is dropped.
+    fn reset_on_close(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// The writer [`recv`](crate::Stream::recv) writes the protocol's own
+    /// replies with before it blocks in a read (a pong must not wait for
+    /// the application's next write): `Some(self)` for what can be
+    /// written. By default `None`, a read-only source: its replies stay
+    /// queued until the application writes.
+    fn writer(&mut self) -> Option<&mut dyn Write> {
+        None
+    }
+}
+
+impl Socket for TcpStream {
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        TcpStream::set_read_timeout(self, timeout)
+    }
+
+    fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        TcpStream::read_timeout(self)
+    }
+
+    fn shutdown_write(&self) -> io::Result<()> {
+        self.shutdown(std::net::Shutdown::Write)
+    }
+
+    fn reset_on_close(&self) -> io::Result<()> {
+        socket2::SockRef::from(self).set_linger(Some(Duration::ZERO))
+    }
+
+    fn writer(&mut self) -> Option<&mut dyn Write> {
+        Some(self)
+    }
+}
+
+/// A Unix socket has no reset: the peer sees a clean end.
+#[cfg(unix)]
+impl Socket for std::os::unix::net::UnixStream {
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        std::os::unix::net::UnixStream::set_read_timeout(self, timeout)
+    }
+
+    fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        std::os::unix::net::UnixStream::read_timeout(self)
+    }
+
+    fn shutdown_write(&self) -> io::Result<()> {
+        self.shutdown(std::net::Shutdown::Write)
+    }
+
+    fn writer(&mut self) -> Option<&mut dyn Write> {
+        Some(self)
+    }
+}
+
+/// Written as well as read: replies go out while reading.
+impl Socket for File {
+    fn writer(&mut self) -> Option<&mut dyn Write> {
+        Some(self)
+    }
+}
+
+/// Write-only: replies go out while reading.
+impl Socket for ChildStdin {
+    fn writer(&mut self) -> Option<&mut dyn Write> {
+        Some(self)
+    }
+}
+
+/// Write-only: replies go out while reading.
+impl Socket for Vec<u8> {
+    fn writer(&mut self) -> Option<&mut dyn Write> {
+        Some(self)
+    }
+}
+
+/// Read-only.
+impl Socket for ChildStdout {}
+
+/// Read-only.
+impl Socket for ChildStderr {}
+
+/// Read-only.
+impl Socket for Stdin {}
+
+/// Read-only.
+impl Socket for &[u8] {}
+
+/// Read from; its replies stay queued (writing would move the position
+/// reads come from).
+impl<T> Socket for Cursor<T> {}
+
+impl<T: Socket + ?Sized> Socket for &mut T {
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        (**self).set_read_timeout(timeout)
+    }
+
+    fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        (**self).read_timeout()
+    }
+
+    fn shutdown_write(&self) -> io::Result<()> {
+        (**self).shutdown_write()
+    }
+
+    fn reset_on_close(&self) -> io::Result<()> {
+        (**self).reset_on_close()
+    }
+
+    fn writer(&mut self) -> Option<&mut dyn Write> {
+        (**self).writer()
+    }
+}
+
+impl<T: Socket + ?Sized> Socket for Box<T> {
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        (**self).set_read_timeout(timeout)
+    }
+
+    fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        (**self).read_timeout()
+    }
+
+    fn shutdown_write(&self) -> io::Result<()> {
+        (**self).shutdown_write()
+    }
+
+    fn reset_on_close(&self) -> io::Result<()> {
+        (**self).reset_on_close()
+    }
+
+    fn writer(&mut self) -> Option<&mut dyn Write> {
+        (**self).writer()
+    }
+}
