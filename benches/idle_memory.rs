@@ -7,7 +7,8 @@
 //! - `mio`: cleave-mio [`Conns`] of `Conn<TcpStream, Framed<Lines>>` on one
 //!   thread's `mio::Poll`;
 //! - `tokio`: a task per connection on a current-thread runtime, with
-//!   `FrameReader` and `Writer` on the two halves of the socket.
+//!   one `FrameReader` (a `Connection`: it reads the lines and writes the
+//!   answers).
 //!
 //! For each server and scenario a fresh child starts. The parent asks it
 //! (one command a line on its stdin, one answer a line on its stdout) for
@@ -247,8 +248,12 @@ fn sizes() -> Vec<(&'static str, usize)> {
             size_of::<Framed<Lines>>(),
         ),
         (
-            "cleave_tokio::FrameReader<tokio::net::tcp::OwnedReadHalf, cleave_proto::Lines>",
-            size_of::<cleave_tokio::FrameReader<tokio::net::tcp::OwnedReadHalf, Lines>>(),
+            "cleave_proto::Conn<cleave_proto::Framed<cleave_proto::Lines>>",
+            size_of::<cleave_proto::Conn<Framed<Lines>>>(),
+        ),
+        (
+            "cleave_tokio::FrameReader<tokio::net::TcpStream, cleave_proto::Lines>",
+            size_of::<cleave_tokio::FrameReader<tokio::net::TcpStream, Lines>>(),
         ),
         (
             "cleave_tokio::Writer<tokio::net::tcp::OwnedWriteHalf>",
@@ -385,15 +390,16 @@ fn echo_mio(
     let mut outcome = conn.on_event(event, lines);
     loop {
         for line in lines.drain(..) {
-            if let Err(rejected) = conn.push_frame(encoder.encode(line)?) {
+            if let Err(rejected) = conn.push(encoder.encode(line)?) {
                 conn.on_writable()?;
-                conn.push_frame(rejected.into_value())?;
+                conn.push(rejected.into_value())
+                    .map_err(|rejected| rejected.into_parts().0)?;
             }
         }
         let read = outcome?;
         BYTES_READ.fetch_add(read.read as u64, Relaxed);
         if read.eof {
-            conn.close_write();
+            conn.close();
         }
         if !read.more {
             break;
@@ -438,9 +444,7 @@ async fn accept_tokio(
 /// One tokio connection, as the README's example: every line that arrived
 /// together is queued, then written at once.
 async fn echo_tokio(socket: tokio::net::TcpStream) -> Result<(), BoxError> {
-    let (read, write) = socket.into_split();
-    let mut lines = cleave_tokio::FrameReader::new(read, Lines::new());
-    let mut writer = cleave_tokio::Writer::new(write);
+    let mut lines = cleave_tokio::FrameReader::new(socket, Lines::new());
     let mut encoder = Lines::new();
     let mut counted = 0;
     let mut parked = false;
@@ -449,7 +453,8 @@ async fn echo_tokio(socket: tokio::net::TcpStream) -> Result<(), BoxError> {
     // it waits.
     while let Some(line) = poll_fn(|cx| {
         let polled = lines.poll_next_unpin(cx);
-        let read = lines.buf().offset() + lines.buf().len() as u64;
+        let buf = lines.conn().recv_buf();
+        let read = buf.offset() + buf.len() as u64;
         BYTES_READ.fetch_add(read - counted, Relaxed);
         counted = read;
         if polled.is_pending() != parked {
@@ -463,13 +468,13 @@ async fn echo_tokio(socket: tokio::net::TcpStream) -> Result<(), BoxError> {
     })
     .await
     {
-        writer.send_frame(encoder.encode(line?)?).await?;
+        lines.send(encoder.encode(line?)?).await?;
         while let Some(line) = lines.next_buffered() {
-            writer.send_frame(encoder.encode(line?)?).await?;
+            lines.send(encoder.encode(line?)?).await?;
         }
-        writer.flush().await?;
+        lines.flush().await?;
     }
-    writer.shutdown().await?;
+    lines.close().await?;
     Ok(())
 }
 

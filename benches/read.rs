@@ -4,7 +4,9 @@
 //! "coalesced"; 64-byte reads: "fragmented") and must produce each frame as
 //! an owned value without its framing. The lower bound is a hand-written
 //! `BytesMut` loop that does the least work that still yields owned `Bytes`
-//! frames (no limits, no error handling).
+//! frames (no limits, no error handling). One group runs the same lines
+//! through a connection (`Conn<Framed<Lines>>`) beside the bare decoder
+//! loop, so the cost of the connection layer shows.
 //!
 //! Run: `cargo bench -p cleave-benches --bench read`.
 
@@ -15,6 +17,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use cleave_benches::{
     block_on, length_input, lines_input, varint_input, Pieces, COALESCED, FRAGMENTED,
 };
+use cleave_proto::conn::{Conn, Framed};
 use cleave_proto::{Decoder, LengthPrefixed, Lines, LinesConfig, RecvBuf, RecvBufConfig, Varint};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -371,11 +374,55 @@ fn idle_release(c: &mut Criterion) {
     group.finish();
 }
 
+/// The lines through a connection, as a Sans-IO driver reads them: each
+/// read `feed` into a `Conn<Framed<Lines>>`, then `poll_event` until it
+/// needs more.
+fn conn_lines(config: LinesConfig, input: &[u8], piece: usize) -> Tally {
+    let now = Duration::ZERO;
+    let mut conn = Conn::new(Framed::new(Lines::with_config(config)), now);
+    let mut t = (0, 0);
+    for chunk in pieces_of(input, piece) {
+        conn.feed(chunk, now).unwrap();
+        while let Some(frame) = conn.poll_event().unwrap() {
+            tally(&mut t, &frame);
+            black_box(frame);
+        }
+    }
+    t
+}
+
+/// What the connection layer costs: the decoder loop over a bare
+/// `RecvBuf` beside the same lines through `Conn::feed` + `poll_event`.
+fn through_conn(c: &mut Criterion) {
+    let input = lines_input(16 * 1024, 64);
+    let bare = LinesConfig::default().strip_cr(false);
+    let mut group = c.benchmark_group("lines_64B_1MiB_conn");
+    group.throughput(Throughput::Elements(16 * 1024));
+    for (mode, piece) in MODES {
+        let decoder = || Lines::with_config(bare);
+        let config = RecvBufConfig::default();
+        agree(
+            "conn",
+            &[
+                ("decoder", cleave_run(decoder(), config, &input, piece)),
+                ("conn", conn_lines(bare, &input, piece)),
+            ],
+        );
+        group.bench_function(BenchmarkId::new("decoder_recv_buf", mode), |b| {
+            b.iter(|| cleave_run(decoder(), config, &input, piece))
+        });
+        group.bench_function(BenchmarkId::new("conn_feed_poll_event", mode), |b| {
+            b.iter(|| conn_lines(bare, &input, piece))
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = read;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = lines, length_prefixed, varint, idle_release
+    targets = lines, length_prefixed, varint, idle_release, through_conn
 }
 criterion_main!(read);

@@ -22,11 +22,11 @@ use bytes::Bytes;
 use bytes_handoff::{HandoffBuffer, HandoffBufferConfig, WriteHandoff, WriteHandoffConfig};
 use cleave_proto::route::{Match, Router};
 use cleave_proto::{
-    Encoder, Event, Lines, RecvBufConfig, Session, SessionConfig, WriteQueueConfig,
+    ConnConfig, Encoder, Event, Lines, RecvBufConfig, Session, SessionConfig, WriteQueueConfig,
 };
 use cleave_tokio::{spawn_writer, tunnel, SessionReader, Writer};
 use futures_util::StreamExt;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::{Builder, Runtime};
 
@@ -243,16 +243,12 @@ fn proxy_main(variant: Variant, sink: SocketAddr, shape: Shape, threads: usize) 
     let (user, system, _) = usage();
     match (variant, rt) {
         (Variant::CleaveMio | Variant::CleaveMioKeep, _) => {
-            mio_proxy::run(
-                listener,
-                shape.connections,
-                || session(sink),
-                queue_config(),
-            )
-            .expect("mio proxy");
+            mio_proxy::run(listener, shape.connections, || session(sink), conn_config())
+                .expect("mio proxy");
         }
         (Variant::CleaveStd, _) => {
-            std_proxy::run(listener, shape.connections, || session(sink)).expect("std proxy");
+            std_proxy::run(listener, shape.connections, || session(sink), conn_config())
+                .expect("std proxy");
         }
         (_, Some(rt)) => rt.block_on(async {
             listener.set_nonblocking(true).expect("non-blocking");
@@ -312,17 +308,25 @@ static KEEP_IDLE_BLOCKS: AtomicBool = AtomicBool::new(false);
 /// lines until `TUNNEL`, then raw bytes.
 fn session(sink: SocketAddr) -> Session<SocketAddr, Lines> {
     let router = Router::new(sink).rule(Match::Prefix(Bytes::from_static(b"GET ")), sink);
+    Session::framed(
+        router,
+        Lines::new(),
+        |line: &Bytes| &line[..] == b"TUNNEL",
+        SessionConfig::default(),
+    )
+}
+
+/// The client connection's buffer and queue (the queue stays empty: the
+/// proxy writes to the sink).
+fn conn_config() -> ConnConfig {
     let recv = RecvBufConfig::default()
         .read_reserve(READ_RESERVE)
         .expect("valid reserve")
         .idle_capacity(READ_RESERVE)
         .release_when_idle(!KEEP_IDLE_BLOCKS.load(Ordering::Relaxed));
-    Session::framed(
-        router,
-        Lines::new(),
-        |line| &line[..] == b"TUNNEL",
-        SessionConfig::default().recv_buf(recv),
-    )
+    ConnConfig::default()
+        .recv_buf(recv)
+        .write_queue(queue_config())
 }
 
 fn queue_config() -> WriteQueueConfig {
@@ -337,8 +341,8 @@ fn other<E: std::error::Error + Send + Sync + 'static>(e: E) -> io::Error {
 }
 
 /// Waits for the routing decision and connects to its target.
-async fn routed<R: AsyncRead + Unpin>(
-    events: &mut SessionReader<R, SocketAddr, Lines>,
+async fn routed(
+    events: &mut SessionReader<TcpStream, SocketAddr, Lines>,
 ) -> io::Result<Option<TcpStream>> {
     while let Some(event) = events.next().await {
         match event.map_err(other)? {
@@ -353,7 +357,7 @@ async fn routed<R: AsyncRead + Unpin>(
 /// Same task: the connection's task reads events and drains the writer
 /// whenever the reader would wait; after the hand-off, `tunnel` splices.
 async fn cleave_same_task(inbound: TcpStream, sink: SocketAddr) -> io::Result<()> {
-    let mut events = SessionReader::new(inbound, session(sink));
+    let mut events = SessionReader::with_config(inbound, session(sink), conn_config());
     let Some(outbound) = routed(&mut events).await? else {
         return Ok(());
     };
@@ -364,7 +368,7 @@ async fn cleave_same_task(inbound: TcpStream, sink: SocketAddr) -> io::Result<()
             biased;
             event = events.next() => match event {
                 Some(Ok(Event::Frame(line))) => {
-                    writer.send_frame(lines.encode(line).map_err(other)?).await?;
+                    writer.send(lines.encode(line).map_err(other)?).await?;
                 }
                 Some(Ok(Event::Tunnel(tail))) => {
                     writer.drain().await?;
@@ -375,7 +379,7 @@ async fn cleave_same_task(inbound: TcpStream, sink: SocketAddr) -> io::Result<()
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(other(e)),
-                None => return writer.shutdown().await,
+                None => return writer.close().await,
             },
             drained = writer.drain(), if !writer.queue().is_flushed() => drained?,
         }
@@ -385,7 +389,7 @@ async fn cleave_same_task(inbound: TcpStream, sink: SocketAddr) -> io::Result<()
 /// Cross task: everything goes through a `WriteHandle` to a spawned
 /// writer, the tunnel's bytes as the session cuts them.
 async fn cleave_cross_task(inbound: TcpStream, sink: SocketAddr) -> io::Result<()> {
-    let mut events = SessionReader::new(inbound, session(sink));
+    let mut events = SessionReader::with_config(inbound, session(sink), conn_config());
     let Some(outbound) = routed(&mut events).await? else {
         return Ok(());
     };
@@ -395,12 +399,15 @@ async fn cleave_cross_task(inbound: TcpStream, sink: SocketAddr) -> io::Result<(
         match event.map_err(other)? {
             Event::Frame(line) => {
                 handle
-                    .send_frame(lines.encode(line).map_err(other)?)
+                    .send(lines.encode(line).map_err(other)?)
                     .await
-                    .map_err(other)?;
+                    .map_err(|rejected| other(rejected.into_parts().0))?;
             }
             Event::Tunnel(bytes) if !bytes.is_empty() => {
-                handle.send(bytes).await.map_err(other)?;
+                handle
+                    .send(bytes)
+                    .await
+                    .map_err(|rejected| other(rejected.into_parts().0))?;
             }
             _ => {}
         }

@@ -1,8 +1,11 @@
 //! Content routing without I/O: first flights captured from real clients
 //! (openssl, curl, Python, ssh, and haproxy's PROXY headers in front of a
-//! client) go through a `Session` and its `Router`, in random pieces; the
-//! program prints what each connection was recognised as and where it was
-//! sent. (The same session, driven by tokio, is the `demo` proxy.)
+//! client) are fed by hand, in random pieces, into a `Conn` running a
+//! `Session` and its `Router`; the program prints what each connection was
+//! recognised as and where it was sent. Last, a client that sends nothing:
+//! the connection knows its deadline before the first byte, and the
+//! router sends it to the fallback by the clock. (The same session, driven
+//! by tokio, is the `demo` proxy.)
 //!
 //! ```text
 //! cargo run --example sans_io_routing            # seed 1
@@ -11,6 +14,7 @@
 
 use std::time::Duration;
 
+use cleave_proto::conn::Conn;
 use cleave_proto::route::{Facts, HostPattern, Match, Router};
 use cleave_proto::{Event, ProxyMode, Session, SessionConfig};
 
@@ -92,16 +96,19 @@ fn main() -> Result<(), cleave_proto::Error> {
     let config = SessionConfig::default().proxy(ProxyMode::Optional);
 
     for (client, flight) in FLIGHTS {
-        let mut session = Session::tunnel(router(), config);
+        // The driver's clock: any monotonic reading; here, 1 ms a piece.
+        let mut now = Duration::ZERO;
+        let mut conn = Conn::new(Session::tunnel(router(), config), now);
         let (mut pieces, mut tunnelled, mut proxy_len) = (0, 0, 0);
         let mut rest = flight;
         let mut notes = Vec::new();
         while !rest.is_empty() {
             let n = 1 + rng.below(rest.len().min(96));
-            session.feed(&rest[..n])?;
+            now += Duration::from_millis(1);
+            conn.feed(&rest[..n], now)?;
             rest = &rest[n..];
             pieces += 1;
-            while let Some(event) = session.poll_event(Duration::ZERO)? {
+            while let Some(event) = conn.poll_event()? {
                 match event {
                     Event::Proxy { header, len } => {
                         proxy_len = len;
@@ -154,6 +161,25 @@ fn main() -> Result<(), cleave_proto::Error> {
             flight.len(),
             "every byte accounted for"
         );
+    }
+
+    // A client that connects and sends nothing: the deadline is known at
+    // once, and at it the router decides without a byte. (Behind a PROXY
+    // header the router starts after the header: there, the connection's
+    // own opening timeout, `Timeouts::opening`, ends a silent client.)
+    let start = Duration::from_secs(1000);
+    let mut conn = Conn::new(Session::tunnel(router(), SessionConfig::default()), start);
+    let deadline = conn.poll_timeout().expect("the router's inspect delay");
+    println!(
+        "{:<22} 0 bytes; routing deadline {:?} after the start",
+        "silent client",
+        deadline - start
+    );
+    conn.handle_timeout(deadline);
+    while let Some(event) = conn.poll_event()? {
+        if let Event::Routed(decision) = event {
+            println!("    => {} ({:?})", decision.target, decision.reason);
+        }
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! A `Session` (optional PROXY header, routing, lines until a TUNNEL
-//! marker, then raw bytes) on any bytes: whole, byte-at-a-time and cut
-//! input give the same events and the same final error, and every byte is
-//! accounted for.
+//! marker, then raw bytes) driven through a `Conn` on any bytes: whole,
+//! byte-at-a-time and cut input give the same events and the same final
+//! error, nothing comes after the end, and every byte is accounted for.
 
 #![no_main]
 
@@ -27,7 +27,12 @@ fuzz_target!(|data: &[u8]| {
     let sizes = [usize::from(a % 32) + 1, usize::from(b % 32) + 1];
     let run = |pieces: &[&[u8]]| {
         if framed {
-            let session = Session::framed(rules(), Lines::new(), |l: &Bytes| &l[..] == b"TUNNEL", config);
+            let session = Session::framed(
+                rules(),
+                Lines::new(),
+                |l: &Bytes| &l[..] == b"TUNNEL",
+                config,
+            );
             drive(session, pieces)
         } else {
             drive(Session::tunnel(rules(), config), pieces)
@@ -43,8 +48,15 @@ fuzz_target!(|data: &[u8]| {
     if whole_error.is_none() {
         // Lines drop their delimiter and maybe a `\r`: count frames as
         // consuming up to 2 bytes more than they hold.
-        let frames = whole.iter().filter(|e| matches!(e, cleave_proto::Event::Frame(_))).count();
+        let frames = whole
+            .iter()
+            .filter(|e| matches!(e, cleave_proto::Event::Frame(_)))
+            .count();
         let seen = accounted(&whole, 0);
-        assert!(seen <= input.len() && input.len() <= seen + 2 * frames, "{seen} of {} bytes", input.len());
+        assert!(
+            seen <= input.len() && input.len() <= seen + 2 * frames,
+            "{seen} of {} bytes",
+            input.len()
+        );
     }
 });
