@@ -97,7 +97,9 @@
 //!
 //! # Features
 //!
-//! - `std` (default): forwards to the dependencies. Without it the crate is
+//! - `std` (default): forwards to the dependencies, and adds what drivers
+//!   over `std::io` share: [`ConnError`], [`WriteError`], `From<Error> for
+//!   std::io::Error`, [`Conn::write_with`]. Without it the crate is
 //!   `no_std` and needs only `alloc`, so it can run under an embedded poller
 //!   or a user-space TCP stack.
 
@@ -119,6 +121,8 @@ extern crate alloc;
 pub mod codec;
 pub mod conn;
 mod decoder;
+#[cfg(feature = "std")]
+mod driver;
 mod encoder;
 mod error;
 mod recv_buf;
@@ -134,6 +138,8 @@ pub use codec::lines::{Lines, LinesConfig, DEFAULT_MAX_LINE_LENGTH};
 pub use codec::varint::{Varint, VarintConfig, MAX_VARINT_LEN};
 pub use conn::{Conn, ConnConfig, Framed, Protocol, Raw, Timeouts};
 pub use decoder::{Decoder, Frames};
+#[cfg(feature = "std")]
+pub use driver::{ConnError, WriteError};
 pub use encoder::{Encoder, Frame, INLINE_FRAMING};
 pub use error::{
     Error, Fault, HttpField, InvalidInput, Limit, Misuse, ProxyField, Refusal, Rejected, Timeout,

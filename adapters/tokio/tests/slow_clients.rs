@@ -1,7 +1,7 @@
 //! A routing proxy built as the demo's is (`Session` + `Router` with a
 //! fallback backend, `ConnConfig` timeouts, then `tunnel_with` and its idle
 //! timeout), on loopback, under a thousand silent clients and a thousand
-//! clients that send an HTTP request head one byte per 100 ms: every one
+//! clients that send an HTTP request head one byte a second: every one
 //! is closed by a timeout, every backend connection made for them is
 //! closed too, the process's descriptors come back to where they were,
 //! and a normal client is served all along.
@@ -30,7 +30,7 @@ use tokio::task::JoinHandle;
 const SILENT: usize = 1000;
 const TRICKLING: usize = 1000;
 /// The trickling clients' pace.
-const TRICKLE: Duration = Duration::from_millis(100);
+const TRICKLE: Duration = Duration::from_secs(1);
 /// A wait this long means something is stuck: never what a test asserts.
 const STUCK: Duration = Duration::from_secs(30);
 
@@ -41,18 +41,21 @@ const HEAD: &[u8] = b"GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: slow\r\
 const WEB: usize = 0;
 const FALLBACK: usize = 1;
 
-/// The proxy's timeouts: the demo's shape, scaled down. The frame
-/// timeout is shorter than the inspect delay, so a head that trickles in
-/// is cut off before the router gives up on it.
+/// The proxy's timeouts: the demo's defaults (no opening timeout, frame
+/// 2 s, idle 60 s), but for the tunnel idle timeout, 1 s instead of
+/// 300 s so that the test ends. The frame timeout is shorter than the
+/// inspect delay, so a head that trickles in is cut off before the router
+/// gives up on it.
 fn timeouts() -> Timeouts {
     Timeouts::default()
-        .frame(Some(Duration::from_millis(500)))
-        .idle(Some(Duration::from_secs(3)))
+        .frame(Some(Duration::from_secs(2)))
+        .idle(Some(Duration::from_secs(60)))
         .tunnel_idle(Some(Duration::from_secs(1)))
 }
 
+/// The demo's router shape, with the default inspect delay (5 s).
 fn router() -> Router<usize> {
-    let config = RouterConfig::default().inspect_delay(Duration::from_secs(1));
+    let config = RouterConfig::default();
     Router::with_config(FALLBACK, config)
         .rule(Match::HttpHost(HostPattern::new("example.com")), WEB)
 }

@@ -15,7 +15,7 @@ use crate::sniff::Sniff;
 
 /// A decoder of request heads, for a [`Session`](crate::Session) that
 /// takes an HTTP request's head as a frame, then switches to raw bytes on
-/// an upgrade ([`is_upgrade_head`]).
+/// an upgrade ([`is_upgrade_head`](crate::sniff::http::is_upgrade_head)).
 ///
 /// Each item is one whole head, `\r\n\r\n` included, as a `Bytes` view of
 /// the buffer. Bodies are not framed: use it for a protocol switch, not for
@@ -94,7 +94,7 @@ impl Decoder for Heads {
     /// # Errors
     ///
     /// [`HttpField::Head`] when the bytes are not a request head, and
-    /// [`Limit::SniffBudget`] past the limits; final.
+    /// [`Limit::SniffBudget`](crate::Limit::SniffBudget) past the limits; final.
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
         let step = self.step(buf);

@@ -156,8 +156,8 @@ impl Decoder for Varint {
 
     /// # Errors
     ///
-    /// [`InvalidInput::Varint(VarintField::TooLong)`], [`InvalidInput::Varint(VarintField::Overflow)`] and
-    /// [`InvalidInput::Varint(VarintField::NotMinimal)`] for bad lengths (the offset points
+    /// [`InvalidInput::Varint`] ([`VarintField::TooLong`], `Overflow`,
+    /// `NotMinimal`) for bad lengths (the offset points
     /// at the byte that shows it); [`Limit::FrameLength`] and
     /// [`Limit::Buffer`] as for [`LengthPrefixed`](crate::LengthPrefixed).
     #[inline(always)]

@@ -24,7 +24,7 @@ pub const DEFAULT_READ_RESERVE: usize = 8 * 1024;
 /// buffer is empty.
 pub const DEFAULT_IDLE_CAPACITY: usize = DEFAULT_READ_RESERVE;
 
-/// Limits and memory policy of a [`RecvBuf`].
+/// Limits and memory policy of a [`RecvBuf`](crate::RecvBuf).
 ///
 /// A plain value with chainable setters; the setters that can be given an
 /// out-of-range value return a `Result`.
@@ -65,7 +65,7 @@ impl RecvBufConfig {
     ///
     /// # Errors
     ///
-    /// [`Misuse::InvalidConfig`] if `max` is zero.
+    /// [`Misuse::InvalidConfig`](crate::Misuse::InvalidConfig) if `max` is zero.
     pub fn max_buffered(mut self, max: usize) -> Result<Self, Error> {
         if max == 0 {
             return Err(Error::invalid_config("max_buffered", 0, "at least 1"));
@@ -74,12 +74,12 @@ impl RecvBufConfig {
         Ok(self)
     }
 
-    /// The most bytes one [`RecvBuf::spare_mut`] hands out for a read, and so
+    /// The most bytes one [`RecvBuf::spare_mut`](crate::RecvBuf::spare_mut) hands out for a read, and so
     /// the most the buffer grows by ahead of the bytes that have arrived.
     ///
     /// # Errors
     ///
-    /// [`Misuse::InvalidConfig`] if `reserve` is zero.
+    /// [`Misuse::InvalidConfig`](crate::Misuse::InvalidConfig) if `reserve` is zero.
     pub fn read_reserve(mut self, reserve: usize) -> Result<Self, Error> {
         if reserve == 0 {
             return Err(Error::invalid_config("read_reserve", 0, "at least 1"));
@@ -111,7 +111,7 @@ impl RecvBufConfig {
         self
     }
 
-    /// Whether [`RecvBuf::release_idle`] gives memory back (what the
+    /// Whether [`RecvBuf::release_idle`](crate::RecvBuf::release_idle) gives memory back (what the
     /// adapters call when a read finds nothing). On by default: an idle
     /// connection then holds no read block, where it held 8 KiB and more;
     /// the price is one allocation (and zeroing a read reserve) when the
