@@ -279,11 +279,11 @@ fn silent_clients(addr: SocketAddr, count: usize, connected: Arc<AtomicUsize>) {
     }
 }
 
-/// `count` clients that send an HTTP request head a byte every 100 ms, the
+/// `count` clients that send an HTTP request head a byte a second, the
 /// head far too long to complete before the frame timeout; returns once
 /// the proxy has cut every one off.
 fn trickling_clients(addr: SocketAddr, count: usize, connected: Arc<AtomicUsize>) {
-    const EVERY: Duration = Duration::from_millis(100);
+    const EVERY: Duration = Duration::from_secs(1);
     let mut head = b"GET /slow HTTP/1.1\r\nHost: example.com\r\nX-Padding: ".to_vec();
     head.extend_from_slice(&[b'x'; 300]);
     head.extend_from_slice(b"\r\n\r\n");

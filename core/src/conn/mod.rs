@@ -429,11 +429,13 @@ impl<P: Protocol> Conn<P> {
     ///
     /// The protocol's error, or [`Error::TimedOut`]: final, returned again
     /// on every later call; reading stops.
+    #[inline]
     pub fn poll_event(&mut self) -> Result<Option<P::Event>, Error> {
         if let Some(e) = &self.error {
             return Err((**e).clone());
         }
-        if self.protocol.phase() == Phase::Done || self.read == ReadSide::Over {
+        let phase = self.protocol.phase();
+        if phase == Phase::Done || self.read == ReadSide::Over {
             return Ok(None);
         }
         let mut close_asked = false;
@@ -453,6 +455,13 @@ impl<P: Protocol> Conn<P> {
         match polled {
             Ok(Some(event)) => {
                 self.clock.partial_since = NEVER;
+                if phase != Phase::Tunnel && self.protocol.phase() == Phase::Tunnel {
+                    // A tunnel's idle time counts from when it opened (a
+                    // silent client routed by the clock must still give a
+                    // server that speaks first its chance), then from each
+                    // byte.
+                    self.clock.active = self.clock.now;
+                }
                 Ok(Some(event))
             }
             Ok(None) => {
@@ -821,6 +830,7 @@ impl<P: Protocol> Conn<P> {
             timeouts: self.timeouts,
             clock: Clock {
                 started: self.clock.now,
+                active: self.clock.now,
                 partial_since: NEVER,
                 ..self.clock
             },

@@ -15,12 +15,13 @@ use crate::write::WriteQueueConfig;
 /// | [`idle`](Self::idle) | while no byte goes either way (not in a tunnel) | `timeout client` |
 /// | [`opening`](Self::opening) | from the start until the protocol's opening is over (PROXY header, routing, first frame) | `tcp-request inspect-delay` + reject |
 /// | [`frame`](Self::frame) | while a frame or head the peer started is incomplete (before or after the opening) | `timeout http-request` |
-/// | [`tunnel_idle`](Self::tunnel_idle) | while no byte goes either way in a raw tunnel (instead of `idle`) | `timeout tunnel` |
+/// | [`tunnel_idle`](Self::tunnel_idle) | while no byte goes either way in a raw tunnel, counted from when it opened (instead of `idle`) | `timeout tunnel` |
 ///
 /// Time comes from the driver (`now` at each handler); the core reads no
 /// clock. The demo proxy's choices, for comparison: opening off (a silent
-/// client is routed to the fallback by the inspect delay), frame 5 s, idle
-/// 60 s, tunnel idle 300 s.
+/// client is routed to the fallback by the inspect delay), frame 2 s (below
+/// the router's 5 s inspect delay, so a head trickled byte by byte is cut
+/// before the fallback takes it), idle 60 s, tunnel idle 300 s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Timeouts {
     // Nanoseconds, `NEVER` for none: 8 bytes each instead of 16, in every
@@ -89,8 +90,11 @@ impl Timeouts {
         self
     }
 
-    /// How long no byte may go either way in a tunnel. Default: none, and
-    /// then [`idle`](Self::idle) applies in the tunnel too.
+    /// How long no byte may go either way in a tunnel, counted from the
+    /// last byte or from when the tunnel opened (a client routed by the
+    /// clock without a byte gives a backend that speaks first the whole
+    /// span). Default: none, and then [`idle`](Self::idle) applies in the
+    /// tunnel too.
     #[must_use]
     pub fn tunnel_idle(mut self, after: Option<Duration>) -> Self {
         self.tunnel_idle = to_nanos(after);

@@ -429,12 +429,17 @@ impl<P: Account> Script<'_, P> {
     fn pump(&mut self) {
         let done_before = self.conn.is_read_done();
         loop {
+            let phase = self.conn.protocol().phase();
             match self.conn.poll_event() {
                 Ok(Some(event)) => {
                     assert!(
                         self.error.is_none() && !self.ended,
                         "an event after the end"
                     );
+                    // A tunnel's idle time counts from when it opened.
+                    if phase != Phase::Tunnel && self.conn.protocol().phase() == Phase::Tunnel {
+                        self.active = self.now;
+                    }
                     assert!(!done_before, "an event once the read side was done");
                     let n = P::account(&event, &self.input[self.consumed..self.fed]);
                     self.consumed += n;

@@ -26,8 +26,8 @@ use slab::Slab;
 /// a silent client to the fallback, the frame timeout ends a client that
 /// starts a request head and never finishes it, the tunnel idle timeout
 /// ends a tunnel nobody uses, on both of its sides.
-const INSPECT_DELAY: Duration = Duration::from_millis(1000);
-const FRAME: Duration = Duration::from_millis(250);
+const INSPECT_DELAY: Duration = Duration::from_millis(4000);
+const FRAME: Duration = Duration::from_millis(2500);
 const IDLE: Duration = Duration::from_secs(10);
 const TUNNEL_IDLE: Duration = Duration::from_millis(1500);
 /// How often the proxy looks for deadlines that passed.
