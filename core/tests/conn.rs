@@ -1076,3 +1076,31 @@ fn a_switch_keeps_a_final_error() {
     let mut raw = conn.switch(|_| Raw::new());
     assert_eq!(raw.poll_event(), Err(truncated));
 }
+
+#[test]
+fn a_clean_close_after_a_timeout_gives_up_on_a_peer_that_does_not_read() {
+    let mut conn = lines_with(
+        Timeouts::NONE.idle(Some(ms(100))).frame(Some(ms(50))),
+        Duration::ZERO,
+    );
+    conn.feed(b"ask\n", ms(10)).unwrap();
+    assert_eq!(conn.poll_event(), Ok(Some(Bytes::from("ask"))));
+    conn.push(Bytes::from_static(b"a long answer\n")).unwrap();
+    // The peer goes quiet and never reads: the idle timeout ends the
+    // connection cleanly, with the answer still queued.
+    conn.handle_timeout(ms(110));
+    assert_eq!(conn.poll_event(), Err(Error::TimedOut(Timeout::Idle)));
+    assert_eq!(conn.poll_shutdown(), None, "the answer goes first");
+    assert!(conn.wants_write() && !conn.is_finished());
+    // It waits one more idle span for the peer to take it...
+    assert_eq!(conn.poll_timeout(), Some(ms(210)));
+    conn.handle_timeout(ms(209));
+    assert_eq!(conn.poll_shutdown(), None);
+    // ...then resets: the connection ends even if the peer never reads.
+    conn.handle_timeout(ms(210));
+    assert_eq!(conn.poll_shutdown(), Some(Shutdown::Reset));
+    assert_eq!(conn.queue().len(), 0, "what was queued is dropped");
+    conn.handle_shutdown();
+    assert!(conn.is_finished());
+    assert_eq!(conn.poll_timeout(), None);
+}

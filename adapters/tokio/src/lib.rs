@@ -24,6 +24,7 @@
 //! | timeouts (idle, opening, frame, tunnel idle) | [`ConnConfig`](cleave_proto::ConnConfig) given to `with_config` |
 //! | a write half with no protocol, same task | [`Writer`]: no lock, no extra task |
 //! | other tasks write to a connection | [`spawn_writer`] → [`WriteHandle`] (clone it; also a `Sink`) |
+//! | any protocol, its events in one task, writes from many (next to the protocol's replies) | [`spawn_connection`] → [`Events`], [`ConnHandle`] (clone it) |
 //! | the raw part after a hand-off | [`tunnel`], [`tunnel_with`] (an idle timeout) |
 //! | an existing `tokio_util::codec::Framed` | `TokioCodec` (feature `codec`) |
 //!
@@ -96,6 +97,7 @@ mod drain;
 mod error;
 mod handle;
 mod reset;
+mod spawn;
 mod tunnel;
 mod writer;
 
@@ -105,6 +107,7 @@ pub use conn::{Connection, FrameReader, SessionReader};
 pub use error::{ConnError, WriteError};
 pub use handle::{spawn_writer, WriteHandle, Written};
 pub use reset::Reset;
+pub use spawn::{spawn_connection, ConnHandle, Events};
 pub use tunnel::{tunnel, tunnel_with, TunnelConfig};
 pub use writer::Writer;
 

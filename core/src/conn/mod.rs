@@ -386,7 +386,18 @@ impl<P: Protocol> Conn<P> {
     /// router's inspect delay) at the next `poll_event`.
     pub fn handle_timeout(&mut self, now: Duration) {
         self.tick(now);
-        if self.error.is_some() || self.is_finished() {
+        if self.error.is_some() {
+            // A clean close after the end waits for a peer that reads no
+            // more only so long: then it is a reset.
+            if self
+                .linger_deadline()
+                .is_some_and(|at| self.clock.now >= at)
+            {
+                self.reset();
+            }
+            return;
+        }
+        if self.is_finished() {
             return;
         }
         if let Some((at, which)) = self.conn_deadline() {
@@ -485,6 +496,9 @@ impl<P: Protocol> Conn<P> {
 
     fn fail(&mut self, e: Error) {
         self.error = Some(Box::new(e));
+        // What is left to write gets an idle span of its own from here
+        // (see `linger_deadline`).
+        self.clock.active = self.clock.now;
         if matches!(self.read, ReadSide::Open | ReadSide::Ended) {
             self.read = ReadSide::Stopped;
         }
@@ -580,7 +594,10 @@ impl<P: Protocol> Conn<P> {
     /// `None` once it ended.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Duration> {
-        if self.error.is_some() || self.is_finished() {
+        if self.error.is_some() {
+            return self.linger_deadline().map(Duration::from_nanos);
+        }
+        if self.is_finished() {
             return None;
         }
         let conn = self.conn_deadline().map(|(at, _)| Duration::from_nanos(at));
@@ -592,6 +609,26 @@ impl<P: Protocol> Conn<P> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// When a connection that failed or timed out, and closes cleanly,
+    /// gives up on a peer that does not take what is queued (the last
+    /// reply, the rest of a response): the idle span (or the tunnel's)
+    /// after the end or the last byte written since, then a reset. Without it a peer that
+    /// stops reading would hold the connection for ever.
+    fn linger_deadline(&self) -> Option<Nanos> {
+        if self.write != WriteSide::Closing || self.send.is_flushed() {
+            return None;
+        }
+        let [idle, _, _, tunnel_idle] = self.timeouts.spans();
+        let span = if idle == NEVER { tunnel_idle } else { idle };
+        if span == NEVER {
+            return None;
+        }
+        self.clock
+            .active
+            .checked_add(span)
+            .filter(|&at| at != NEVER)
     }
 
     /// The earliest of the connection's running timeouts.

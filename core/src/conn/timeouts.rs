@@ -17,6 +17,12 @@ use crate::write::WriteQueueConfig;
 /// | [`frame`](Self::frame) | while a frame or head the peer started is incomplete (before or after the opening) | `timeout http-request` |
 /// | [`tunnel_idle`](Self::tunnel_idle) | while no byte goes either way in a raw tunnel, counted from when it opened (instead of `idle`) | `timeout tunnel` |
 ///
+/// Once the connection ended (a timeout, a protocol's error) with a clean
+/// close, what is still queued gets one more idle span (the tunnel idle
+/// span without one) for the peer to take it, counted from the end or the
+/// last byte written since; then the close becomes a reset, so a peer that
+/// stops reading cannot hold the connection.
+///
 /// Time comes from the driver (`now` at each handler); the core reads no
 /// clock. The demo proxy's choices, for comparison: opening off (a silent
 /// client is routed to the fallback by the inspect delay), frame 2 s (below

@@ -472,6 +472,7 @@ impl<P: Account> Script<'_, P> {
                                 self.consumed = self.fed;
                             }
                             self.error = Some(e.clone());
+                            self.active = self.now;
                             self.stop_reading();
                         }
                     }
@@ -761,8 +762,24 @@ impl<P: Account> Script<'_, P> {
         }
     }
 
+    /// After an error, a clean close waits for the peer to take what is
+    /// queued for the idle span (the tunnel's without one), then resets.
+    fn linger(&self) -> Option<Duration> {
+        if self.error.is_none() || self.write != WriteSide::Closing || self.pending() == 0 {
+            return None;
+        }
+        let span = self
+            .timeouts
+            .get_idle()
+            .or(self.timeouts.get_tunnel_idle())?;
+        Some(self.active + span)
+    }
+
     fn expected_timeout(&self) -> Option<Duration> {
-        if self.error.is_some() || (self.read_done() && self.write_done()) {
+        if self.error.is_some() {
+            return self.linger();
+        }
+        if self.read_done() && self.write_done() {
             return None;
         }
         let conn = self.conn_deadline().map(|(at, _)| at);
@@ -780,7 +797,13 @@ impl<P: Account> Script<'_, P> {
         let now = self.now;
         let before = self.observe();
         let buffered = !self.conn.recv_buf().is_empty();
+        let lingered = self.linger().is_some_and(|at| at <= now);
         self.conn.handle_timeout(now);
+        if lingered {
+            // The peer did not take the last bytes in time: a reset.
+            self.reset();
+            return;
+        }
         let due = match deadline {
             Some(at) => at <= now,
             None => false,
@@ -805,6 +828,7 @@ impl<P: Account> Script<'_, P> {
             "at {now:?}: {error:?}, expected one of {which:?}"
         );
         self.error = error;
+        self.active = now;
         self.stop_reading();
         // By default a peer that left an incomplete frame is reset.
         if buffered {
