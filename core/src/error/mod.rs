@@ -20,6 +20,12 @@
 use bytes::Bytes;
 use core::fmt;
 
+mod fields;
+mod rejected;
+
+pub use fields::{HttpField, ProxyField, TlsField, VarintField};
+pub use rejected::{Refusal, Rejected};
+
 /// Everything that can go wrong in the core.
 ///
 /// Errors returned by a [`Decoder`](crate::Decoder) are final: once one is
@@ -88,30 +94,6 @@ pub enum Timeout {
     TunnelIdle,
 }
 
-/// Why a [`WriteQueue`](crate::WriteQueue) refused a push. The value comes
-/// back with it in a [`Rejected`]; nothing changed.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Refusal {
-    /// The lane is at its item or byte limit: write (or wait) and push
-    /// again.
-    Full(crate::write::Lane),
-    /// The queue was closed (or aborted after a failed write): it takes
-    /// nothing more.
-    Closed,
-}
-
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Full(lane) => write!(f, "the write queue's {lane:?} lane is full"),
-            Self::Closed => f.write_str("the write queue is closed"),
-        }
-    }
-}
-
-impl core::error::Error for Refusal {}
-
 impl fmt::Display for Timeout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -159,77 +141,6 @@ pub enum InvalidInput {
     Http(HttpField),
     /// A PROXY protocol header is malformed (or missing where required).
     Proxy(ProxyField),
-}
-
-/// What was wrong with a varint, for [`InvalidInput::Varint`].
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum VarintField {
-    /// More than the 10 bytes a `u64` can take.
-    TooLong,
-    /// The value does not fit in a `u64`.
-    Overflow,
-    /// It ends in a zero byte after the first: the same value has a
-    /// shorter encoding.
-    NotMinimal,
-}
-
-/// Which field of a TLS ClientHello was malformed, for
-/// [`InvalidInput::Tls`].
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TlsField {
-    /// A record header (its length, or a record that is not a handshake
-    /// record while the ClientHello is not complete).
-    Record,
-    /// The handshake message: not a ClientHello, or its length.
-    Handshake,
-    /// The fixed part of a ClientHello (session id, cipher suites,
-    /// compression methods).
-    ClientHello,
-    /// An extension's length, or an extension listed twice.
-    Extension,
-    /// The server_name extension, or a host name in it that is not a DNS
-    /// name.
-    ServerName,
-    /// The ALPN extension.
-    Alpn,
-    /// The supported_versions extension.
-    SupportedVersions,
-}
-
-/// Which part of an HTTP/1.x message was malformed, for
-/// [`InvalidInput::Http`].
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum HttpField {
-    /// A request head that `httparse` refuses, where a head was expected.
-    Head,
-    /// A request's Host: sent twice, not a `host[:port]`, or not the
-    /// authority of an absolute-form (or CONNECT) request target; a server
-    /// answers 400 (RFC 9112, section 3.2), and routing on it could send
-    /// the request where its target says otherwise.
-    Host,
-}
-
-/// Which part of a PROXY protocol header was malformed, for
-/// [`InvalidInput::Proxy`].
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ProxyField {
-    /// A v1 line.
-    V1,
-    /// A v2 header: version, command, family or length.
-    V2Header,
-    /// A v2 address block shorter than its family needs.
-    V2Address,
-    /// A v2 TLV that runs past the header, or a known TLV with a value of
-    /// the wrong size.
-    V2Tlv,
-    /// A v2 CRC32C TLV that does not match the header.
-    V2Checksum,
-    /// A header was required and something else came.
-    Missing,
 }
 
 /// Which limit was hit, for [`Error::LimitExceeded`].
@@ -441,42 +352,6 @@ impl fmt::Display for InvalidInput {
     }
 }
 
-impl fmt::Display for TlsField {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Record => "TLS record",
-            Self::Handshake => "TLS handshake message",
-            Self::ClientHello => "TLS ClientHello",
-            Self::Extension => "TLS extension",
-            Self::ServerName => "TLS server_name extension",
-            Self::Alpn => "TLS ALPN extension",
-            Self::SupportedVersions => "TLS supported_versions extension",
-        })
-    }
-}
-
-impl fmt::Display for HttpField {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Head => "HTTP request head",
-            Self::Host => "HTTP Host (repeated, malformed, or not the target's authority)",
-        })
-    }
-}
-
-impl fmt::Display for ProxyField {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::V1 => "PROXY v1 line",
-            Self::V2Header => "PROXY v2 header",
-            Self::V2Address => "PROXY v2 addresses",
-            Self::V2Tlv => "PROXY v2 TLV",
-            Self::V2Checksum => "PROXY v2 CRC32C",
-            Self::Missing => "connection start: a PROXY header was required",
-        })
-    }
-}
-
 impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -536,75 +411,6 @@ impl fmt::Display for Unencodable {
 }
 
 impl core::error::Error for Error {}
-
-/// A value handed back to the caller together with the reason it was refused.
-///
-/// Whatever cleave refuses to take comes back in one of these, so nothing is
-/// lost: a tail too long for a buffer (`E` = [`Error`]), a push into a full or
-/// closed queue (`E` = [`Refusal`]), a write an adapter could not queue (`E` =
-/// the adapter's write error).
-#[derive(Clone, PartialEq, Eq)]
-pub struct Rejected<T, E = Error> {
-    error: E,
-    value: T,
-}
-
-impl<T, E> Rejected<T, E> {
-    /// `value`, refused because of `error`.
-    #[must_use]
-    pub fn new(error: E, value: T) -> Self {
-        Self { error, value }
-    }
-
-    /// Why the value was refused.
-    #[must_use]
-    pub fn error(&self) -> &E {
-        &self.error
-    }
-
-    /// The refused value, given back.
-    #[must_use]
-    pub fn into_value(self) -> T {
-        self.value
-    }
-
-    /// The reason and the value.
-    #[must_use]
-    pub fn into_parts(self) -> (E, T) {
-        (self.error, self.value)
-    }
-
-    /// The same value with the reason turned into another type (an
-    /// adapter's own error, say).
-    #[must_use]
-    pub fn map_err<F>(self, f: impl FnOnce(E) -> F) -> Rejected<T, F> {
-        Rejected {
-            error: f(self.error),
-            value: self.value,
-        }
-    }
-}
-
-/// Shows the reason, not the value (which may be megabytes of payload).
-impl<T, E: fmt::Debug> fmt::Debug for Rejected<T, E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Rejected")
-            .field("error", &self.error)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<T, E: fmt::Display> fmt::Display for Rejected<T, E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "rejected: {}", self.error)
-    }
-}
-
-impl<T, E: core::error::Error + 'static> core::error::Error for Rejected<T, E> {
-    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        Some(&self.error)
-    }
-}
 
 #[cfg(feature = "std")]
 impl From<Error> for std::io::Error {

@@ -1,0 +1,141 @@
+//! The connection's clock: the timeouts that are running, the deadline
+//! `poll_timeout` gives, and what `handle_timeout` does when one passes.
+
+use core::time::Duration;
+
+use crate::conn::timeouts::{nanos, Nanos, NEVER};
+use crate::conn::{Close, Conn, Phase, Protocol, ReadSide, Wire, WriteSide};
+use crate::error::{Error, Timeout};
+
+impl<P: Protocol> Conn<P> {
+    // ----- handlers: time -----
+
+    /// Time passed: ends the connection if one of its [`Timeouts`](crate::conn::Timeouts) ran out
+    /// (then [`poll_event`](Self::poll_event) gives
+    /// [`Error::TimedOut`]), and lets the protocol decide by the clock (a
+    /// router's inspect delay) at the next `poll_event`.
+    pub fn handle_timeout(&mut self, now: Duration) {
+        self.tick(now);
+        if self.error.is_some() {
+            // A clean close after the end waits for a peer that reads no
+            // more only so long: then it is a reset.
+            if self
+                .linger_deadline()
+                .is_some_and(|at| self.clock.now >= at)
+            {
+                self.reset();
+            }
+            return;
+        }
+        if self.is_finished() {
+            return;
+        }
+        if let Some((at, which)) = self.conn_deadline() {
+            if self.clock.now >= at {
+                self.time_out(which);
+            }
+        }
+    }
+
+    pub(super) fn time_out(&mut self, which: Timeout) {
+        let mut close_asked = false;
+        let close = {
+            let mut wire = Wire {
+                recv: &mut self.recv,
+                send: &mut self.send,
+                eof: self.read == ReadSide::Ended,
+                now: Duration::from_nanos(self.clock.now),
+                close: &mut close_asked,
+            };
+            self.protocol.on_timeout(&mut wire, which)
+        };
+        self.fail(Error::TimedOut(which));
+        match close {
+            Close::Clean => self.close(),
+            Close::Reset => self.reset(),
+        }
+    }
+
+    pub(super) fn tick(&mut self, now: Duration) {
+        self.clock.now = self.clock.now.max(nanos(now));
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) even if
+    /// nothing happens, on the driver's clock: the earliest of the
+    /// connection's running timeouts and the protocol's own deadline.
+    /// `None` once it ended.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        if self.error.is_some() {
+            return self.linger_deadline().map(Duration::from_nanos);
+        }
+        if self.is_finished() {
+            return None;
+        }
+        let conn = self.conn_deadline().map(|(at, _)| Duration::from_nanos(at));
+        let protocol = match self.read {
+            ReadSide::Open | ReadSide::Ended => self.protocol.poll_timeout(),
+            ReadSide::Failed | ReadSide::Stopped | ReadSide::Over => None,
+        };
+        match (conn, protocol) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// When a connection that failed or timed out, and closes cleanly,
+    /// gives up on a peer that does not take what is queued (the last
+    /// reply, the rest of a response): the idle span (or the tunnel's)
+    /// after the end or the last byte written since, then a reset. Without it a peer that
+    /// stops reading would hold the connection for ever.
+    pub(super) fn linger_deadline(&self) -> Option<Nanos> {
+        if self.write != WriteSide::Closing || self.send.is_flushed() {
+            return None;
+        }
+        let [idle, _, _, tunnel_idle] = self.timeouts.spans();
+        let span = if idle == NEVER { tunnel_idle } else { idle };
+        if span == NEVER {
+            return None;
+        }
+        self.clock
+            .active
+            .checked_add(span)
+            .filter(|&at| at != NEVER)
+    }
+
+    /// The earliest of the connection's running timeouts.
+    pub(super) fn conn_deadline(&self) -> Option<(Nanos, Timeout)> {
+        let [idle, opening, frame, tunnel_idle] = self.timeouts.spans();
+        let c = &self.clock;
+        // A timer that is not running, or a timeout that is off, or a
+        // deadline past the clock's range: no deadline.
+        let after = |from: Nanos, span: Nanos| {
+            (from != NEVER && span != NEVER)
+                .then(|| from.checked_add(span))
+                .flatten()
+                .filter(|&at| at != NEVER)
+        };
+        let mut best: Option<(Nanos, Timeout)> = None;
+        let mut consider = |at: Option<Nanos>, which| {
+            if let Some(at) = at {
+                if best.is_none_or(|(b, _)| at < b) {
+                    best = Some((at, which));
+                }
+            }
+        };
+        let phase = self.protocol.phase();
+        match phase {
+            Phase::Opening | Phase::Framing => {
+                if phase == Phase::Opening {
+                    consider(after(c.started, opening), Timeout::Opening);
+                }
+                consider(after(c.partial_since, frame), Timeout::Frame);
+                consider(after(c.active, idle), Timeout::Idle);
+            }
+            Phase::Tunnel => consider(after(c.active, tunnel_idle), Timeout::TunnelIdle),
+            // Only the write side is left: a peer that stops reading.
+            Phase::Done => consider(after(c.active, idle), Timeout::Idle),
+        }
+        best
+    }
+}
