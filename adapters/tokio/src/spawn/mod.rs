@@ -1,0 +1,189 @@
+//! A connection shared between tasks: a spawned driver owns the socket,
+//! an [`Events`] stream hands out the protocol's events, and cloneable
+//! [`ConnHandle`]s push into the same queue the protocol replies on.
+//!
+//! ```text
+//!   Events::poll_next ──┐ poll_event                ┌──────────────────────────┐
+//!   task A ─┐           ├──────── lock ───────────> │ Conn<P> + Waiters        │ <──> driver task <──> socket
+//!   task B ─┼───────────┘ try_send / send /         └──────────────────────────┘  (read, drain, flush,
+//!   task C ─┘ written / flush / close                                              timers, shutdown)
+//! ```
+
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Waker;
+use std::time::Duration;
+
+use cleave_proto::conn::Shutdown;
+use cleave_proto::write::Waiters;
+use cleave_proto::{Conn, ConnConfig, Protocol};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::error::{ConnError, WriteError};
+use crate::reset::Reset;
+
+mod driver;
+mod handles;
+
+use driver::Driver;
+pub use handles::{ConnHandle, Events};
+
+/// Spawns a task that drives `protocol` over `io` (with `config`'s
+/// buffer, queue and timeouts, starting now), and returns the stream of
+/// the protocol's events, a handle for any task to write with, and the
+/// driver task.
+///
+/// The protocol's own replies (a pong, say) and the handles' pushes share
+/// the connection's one queue and go out through one socket: urgent items
+/// between bulk items, never inside one. Events come out as the [`Events`]
+/// stream polls them, and the protocol answers what it reads then: poll
+/// it, or drop it (the driver then reads and drops the events itself, and
+/// the protocol still answers).
+///
+/// The driver ends once no event will come, the write side is shut (after
+/// [`ConnHandle::close`], a timeout's or the protocol's close) or reset,
+/// with `Ok(())`, or with the connection's error (a timeout, the
+/// protocol's error) or the socket's. When the [`Events`] and every handle
+/// are dropped, the write side closes cleanly; if the connection failed
+/// by then, the driver does not wait for a peer that does not read: what
+/// is queued is dropped and the close is a reset.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use cleave_proto::conn::Framed;
+/// use cleave_proto::{Bytes, ConnConfig, Lines};
+/// use futures_util::StreamExt;
+/// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+///
+/// let (mut client, server) = tokio::io::duplex(1024);
+/// let protocol = Framed::new(Lines::new());
+/// let (mut events, handle, driver) =
+///     cleave_tokio::spawn_connection(server, protocol, ConnConfig::default());
+/// client.write_all(b"hello\n").await?;
+/// assert_eq!(events.next().await.unwrap()?, "hello");
+/// let other = handle.clone(); // another task may write too
+/// tokio::spawn(async move { other.send(Bytes::from_static(b"hi\n")).await }).await??;
+/// handle.close().await?; // written, then a FIN
+/// let mut answer = String::new();
+/// client.read_to_string(&mut answer).await?;
+/// assert_eq!(answer, "hi\n");
+/// client.shutdown().await?;
+/// assert!(events.next().await.is_none());
+/// driver.await??;
+/// # Ok(())
+/// # }
+/// ```
+pub fn spawn_connection<S, P>(
+    io: S,
+    protocol: P,
+    config: ConnConfig,
+) -> (Events<P>, ConnHandle<P>, JoinHandle<Result<(), ConnError>>)
+where
+    S: AsyncRead + AsyncWrite + Reset + Unpin + Send + 'static,
+    P: Protocol + Send + 'static,
+{
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            conn: Conn::with_config(protocol, config, Duration::ZERO),
+            waiters: Waiters::new(),
+            driver: None,
+            events: None,
+            room: Vec::new(),
+            handles: 1,
+            events_alive: true,
+            failed: None,
+            write_end: None,
+            done: false,
+        }),
+    });
+    let driver = tokio::spawn(Driver {
+        io,
+        shared: shared.clone(),
+        base: Instant::now(),
+        sleep: None,
+        handled: None,
+    });
+    let events = Events {
+        shared: shared.clone(),
+        ended: false,
+    };
+    (events, ConnHandle { shared }, driver)
+}
+
+/// What the driver, the events and the handles share, behind one lock.
+struct State<P> {
+    conn: Conn<P>,
+    /// Ticket and flush (and close) waiters, and how far the socket was
+    /// flushed.
+    waiters: Waiters<Waker>,
+    /// The driver, when it waits for a push, a close or room in the buffer.
+    driver: Option<Waker>,
+    /// The events stream, when it waits for bytes.
+    events: Option<Waker>,
+    /// Senders waiting for room.
+    room: Vec<Waker>,
+    /// Live handles.
+    handles: usize,
+    events_alive: bool,
+    /// The socket failed (reading or writing).
+    failed: Option<Arc<io::Error>>,
+    /// How the write side ended: a FIN or a reset.
+    write_end: Option<Shutdown>,
+    /// The driver stopped.
+    done: bool,
+}
+
+impl<P> State<P> {
+    fn wake_driver(&mut self) {
+        if let Some(driver) = self.driver.take() {
+            driver.wake();
+        }
+    }
+
+    fn wake_events(&mut self) {
+        if let Some(events) = self.events.take() {
+            events.wake();
+        }
+    }
+
+    fn wake_room(&mut self) {
+        self.room.drain(..).for_each(Waker::wake);
+    }
+
+    /// Something every waiter must see happened (the write side ended, the
+    /// driver stopped).
+    fn wake_all(&mut self) {
+        self.waiters.wake_all(Waker::wake);
+        self.wake_room();
+        self.wake_events();
+    }
+
+    fn failure(&self) -> Option<WriteError> {
+        self.failed.clone().map(WriteError::Failed)
+    }
+
+    /// The driver will not write this any more.
+    fn writing_over(&self) -> bool {
+        self.done || self.write_end.is_some()
+    }
+}
+
+struct Shared<P> {
+    state: Mutex<State<P>>,
+}
+
+impl<P> Shared<P> {
+    fn lock(&self) -> MutexGuard<'_, State<P>> {
+        // A panic while the lock was held leaves the connection as it was
+        // between two operations; carry on.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Reads in one poll of the driver before it lets others in.
+const READ_BUDGET: usize = 32;
