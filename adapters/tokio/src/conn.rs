@@ -14,11 +14,12 @@ use cleave_proto::{
     Conn, ConnConfig, Decoder, NoFrames, NoSwitch, Protocol, Refusal, Rejected, Session, Ticket,
 };
 use futures_core::Stream;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::{Instant, Sleep};
 
 use crate::drain::{poll_drain, ConnOutbox};
 use crate::error::ConnError;
+use crate::fill::poll_fill;
 use crate::reset::Reset;
 
 /// One connection: a socket `S` and the core's [`Conn`] running protocol
@@ -310,34 +311,6 @@ where
         poll_fn(|cx| self.poll_drain(cx)).await
     }
 
-    /// Reads once into the buffer's spare room: `Ready(Ok)` when bytes (or
-    /// the end of the stream) came.
-    fn poll_read(&mut self, cx: &mut Context<'_>, now: Duration) -> Poll<io::Result<()>> {
-        if self.conn.recv_buf().capacity() == 0 {
-            // Allocate only once the socket is readable.
-            let mut probe = ReadBuf::new(&mut []);
-            ready!(Pin::new(&mut self.io).poll_read(cx, &mut probe))?;
-        }
-        let io = &mut self.io;
-        let mut pending = false;
-        let read = self.conn.read_with(now, |spare| {
-            let mut buf = ReadBuf::new(spare);
-            match Pin::new(io).poll_read(cx, &mut buf) {
-                Poll::Ready(Ok(())) => Ok(buf.filled().len()),
-                Poll::Ready(Err(e)) => Err(e),
-                Poll::Pending => {
-                    pending = true;
-                    Err(io::ErrorKind::WouldBlock.into())
-                }
-            }
-        });
-        match read {
-            Ok(_) => Poll::Ready(Ok(())),
-            Err(_) if pending => Poll::Pending,
-            Err(e) => Poll::Ready(Err(e)),
-        }
-    }
-
     /// Ends the stream with `e`, after doing what the write side can do
     /// now (a timeout's last reply, its FIN or reset).
     fn end_with(&mut self, cx: &mut Context<'_>, e: ConnError) -> ConnError {
@@ -381,7 +354,7 @@ where
             }
             if this.conn.wants_read() {
                 let now = this.now();
-                match this.poll_read(cx, now) {
+                match poll_fill(&mut this.io, &mut this.conn, cx, now) {
                     Poll::Ready(Ok(())) => continue,
                     Poll::Ready(Err(e)) => {
                         this.conn.handle_read_error(now);

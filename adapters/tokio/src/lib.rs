@@ -95,6 +95,7 @@ mod codec;
 mod conn;
 mod drain;
 mod error;
+mod fill;
 mod handle;
 mod reset;
 mod spawn;

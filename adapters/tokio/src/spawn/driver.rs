@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use cleave_proto::conn::Shutdown;
 use cleave_proto::{Conn, Protocol};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant, Sleep};
 
 use crate::drain::{poll_drain, ConnOutbox};
 use crate::error::ConnError;
+use crate::fill::poll_fill;
 use crate::reset::Reset;
 
 use super::{Shared, State, READ_BUDGET};
@@ -83,39 +84,6 @@ where
         st.write_end = Some(end);
         st.wake_all();
         Ok(())
-    }
-
-    /// Reads once into the buffer's spare room: `Ready(Ok)` when bytes (or
-    /// the end of the stream) came.
-    fn read(
-        &mut self,
-        st: &mut State<P>,
-        cx: &mut Context<'_>,
-        now: Duration,
-    ) -> Poll<io::Result<()>> {
-        if st.conn.recv_buf().capacity() == 0 {
-            // Allocate only once the socket is readable.
-            let mut probe = ReadBuf::new(&mut []);
-            ready!(Pin::new(&mut self.io).poll_read(cx, &mut probe))?;
-        }
-        let io = &mut self.io;
-        let mut pending = false;
-        let read = st.conn.read_with(now, |spare| {
-            let mut buf = ReadBuf::new(spare);
-            match Pin::new(io).poll_read(cx, &mut buf) {
-                Poll::Ready(Ok(())) => Ok(buf.filled().len()),
-                Poll::Ready(Err(e)) => Err(e),
-                Poll::Pending => {
-                    pending = true;
-                    Err(io::ErrorKind::WouldBlock.into())
-                }
-            }
-        });
-        match read {
-            Ok(_) => Poll::Ready(Ok(())),
-            Err(_) if pending => Poll::Pending,
-            Err(e) => Poll::Ready(Err(e)),
-        }
     }
 
     /// Arms the timer for the core's next deadline; `Ready(deadline)` once
@@ -194,7 +162,7 @@ where
                 return Poll::Ready(result);
             }
             if st.conn.wants_read() {
-                match this.read(st, cx, now) {
+                match poll_fill(&mut this.io, &mut st.conn, cx, now) {
                     Poll::Ready(Ok(())) => {
                         st.wake_events();
                         reads += 1;
