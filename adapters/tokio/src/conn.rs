@@ -1,7 +1,7 @@
 //! The driver: one [`Connection`] runs any [`Protocol`] over a tokio
 //! socket, both directions, with the core's timers on tokio's clock.
 
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::io;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
@@ -21,6 +21,7 @@ use crate::drain::{poll_drain, ConnOutbox};
 use crate::error::ConnError;
 use crate::fill::poll_fill;
 use crate::reset::Reset;
+use crate::timer::poll_deadline;
 
 /// One connection: a socket `S` and the core's [`Conn`] running protocol
 /// `P`, driven from tokio. A `Stream` of the protocol's events; the same
@@ -203,23 +204,7 @@ impl<S, P: Protocol> Connection<S, P> {
     /// Arms the timer for the core's next deadline; `Ready(deadline)` once
     /// it passed.
     fn poll_timer(&mut self, cx: &mut Context<'_>) -> Poll<Duration> {
-        // A deadline past what `Instant` can hold is no deadline at all.
-        let Some((due, at)) = self
-            .conn
-            .poll_timeout()
-            .and_then(|due| Some((due, self.base.checked_add(due)?)))
-        else {
-            self.sleep = None;
-            return Poll::Pending;
-        };
-        let sleep = self
-            .sleep
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
-        if sleep.deadline() != at {
-            sleep.as_mut().reset(at);
-        }
-        ready!(sleep.as_mut().poll(cx));
-        Poll::Ready(due)
+        poll_deadline(&mut self.sleep, self.base, self.conn.poll_timeout(), cx)
     }
 }
 

@@ -99,6 +99,7 @@ mod fill;
 mod handle;
 mod reset;
 mod spawn;
+mod timer;
 mod tunnel;
 mod writer;
 

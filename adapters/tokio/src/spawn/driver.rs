@@ -17,6 +17,7 @@ use crate::drain::{poll_drain, ConnOutbox};
 use crate::error::ConnError;
 use crate::fill::poll_fill;
 use crate::reset::Reset;
+use crate::timer::poll_deadline;
 
 use super::{Shared, State, READ_BUDGET};
 
@@ -89,22 +90,8 @@ where
     /// Arms the timer for the core's next deadline; `Ready(deadline)` once
     /// it passed (and was not handled already).
     fn timer(&mut self, conn: &Conn<P>, cx: &mut Context<'_>) -> Poll<Duration> {
-        // A deadline past what `Instant` can hold is no deadline at all.
-        let Some((due, at)) = conn
-            .poll_timeout()
-            .filter(|&due| self.handled != Some(due))
-            .and_then(|due| Some((due, self.base.checked_add(due)?)))
-        else {
-            self.sleep = None;
-            return Poll::Pending;
-        };
-        let sleep = self
-            .sleep
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
-        if sleep.deadline() != at {
-            sleep.as_mut().reset(at);
-        }
-        ready!(sleep.as_mut().poll(cx));
+        let due = conn.poll_timeout().filter(|&due| self.handled != Some(due));
+        let due = ready!(poll_deadline(&mut self.sleep, self.base, due, cx));
         self.handled = Some(due);
         Poll::Ready(due)
     }
