@@ -390,9 +390,10 @@ fn echo_mio(
     let mut outcome = conn.on_event(event, lines);
     loop {
         for line in lines.drain(..) {
-            if let Err(rejected) = conn.push(encoder.encode(line)?) {
+            if let Err(rejected) = conn.conn_mut().push(encoder.encode(line)?) {
                 conn.on_writable()?;
-                conn.push(rejected.into_value())
+                conn.conn_mut()
+                    .push(rejected.into_value())
                     .map_err(|rejected| rejected.into_parts().0)?;
             }
         }

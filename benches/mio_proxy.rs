@@ -179,10 +179,12 @@ fn pump(pair: &mut Pair) -> io::Result<bool> {
         while let Some(item) = pair.waiting.pop_front() {
             let refused = match item {
                 Out::Frame(frame) => outbound
+                    .conn_mut()
                     .push(frame)
                     .err()
                     .map(|r| Out::Frame(r.into_value())),
                 Out::Bytes(bytes) => outbound
+                    .conn_mut()
                     .push(bytes)
                     .err()
                     .map(|r| Out::Bytes(r.into_value())),

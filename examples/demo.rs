@@ -506,10 +506,11 @@ async fn web(socket: TcpStream, body: Bytes) -> Result<(), BoxError> {
     let status = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
     );
-    heads.push(Bytes::from(status))?;
-    heads.push(body.slice(..len))?; // a view of the shared body: no copy
+    heads.send(Bytes::from(status)).await?;
+    heads.send(body.slice(..len)).await?; // a view of the shared body: no copy
     heads.close().await?; // written, then a FIN
-                          // Read whatever else comes until the client closes, so it gets no reset.
+
+    // Read whatever else comes until the client closes, so it gets no reset.
     let (mut socket, _) = heads.into_parts();
     tokio::io::copy(&mut socket, &mut tokio::io::sink()).await?;
     Ok(())

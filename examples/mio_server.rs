@@ -180,11 +180,11 @@ fn handle(
             served.lines += 1;
             let frame = encoder.encode(Bytes::from(answer(&line)))?;
             served.bytes_out += frame.len();
-            if let Err(rejected) = conn.push(frame) {
+            if let Err(rejected) = conn.conn_mut().push(frame) {
                 // Full: write what we can, then the connection is too slow
                 // a reader for its answers; refuse the rest with an error.
                 conn.on_writable()?;
-                conn.push(rejected.into_value())?;
+                conn.conn_mut().push(rejected.into_value())?;
             }
         }
         // A bad line, a timeout, a failed socket: drop the connection.

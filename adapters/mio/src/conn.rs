@@ -5,8 +5,6 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use cleave_proto::conn::{ConnConfig, Protocol, Shutdown};
-use cleave_proto::write::Push;
-use cleave_proto::{Refusal, Rejected, Ticket};
 use mio::event::Source;
 use mio::{Interest, Registry, Token};
 
@@ -287,15 +285,11 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
 
     /// Does to the socket what the core asks: a FIN or a reset.
     fn shut_down(&mut self) -> io::Result<()> {
-        let Some(how) = self.conn.poll_shutdown() else {
-            return Ok(());
-        };
-        let done = match how {
-            Shutdown::Write => self.io.shutdown_write(),
-            Shutdown::Reset => self.io.reset_on_close(),
-        };
-        self.conn.handle_shutdown();
-        done
+        let io = &mut self.io;
+        self.conn.shutdown_with(|how| match how {
+            Shutdown::Write => io.shutdown_write(),
+            Shutdown::Reset => io.reset_on_close(),
+        })
     }
 
     /// Call it when [`deadline`](Self::deadline) has passed: ends the
@@ -334,29 +328,6 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
     #[must_use]
     pub fn started(&self) -> Instant {
         self.base
-    }
-
-    /// Queues `item` (`Bytes` or an encoded `Frame`) in the bulk lane. Call
-    /// [`on_writable`](Self::on_writable) afterwards to write.
-    ///
-    /// # Errors
-    ///
-    /// The item comes back when the lane is full (write, then push again)
-    /// or the queue is closed.
-    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
-    pub fn push<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
-        self.conn.push(item)
-    }
-
-    /// Queues `item` in the urgent lane: ahead of queued bulk data, between
-    /// frames.
-    ///
-    /// # Errors
-    ///
-    /// As [`push`](Self::push), against the urgent lane's limits.
-    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
-    pub fn push_urgent<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
-        self.conn.push_urgent(item)
     }
 
     /// Ends the write side cleanly: the queue takes nothing more, what it
@@ -435,17 +406,6 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
     /// The core's connection, to inspect the queue or change the timeouts.
     pub fn conn_mut(&mut self) -> &mut cleave_proto::Conn<P> {
         &mut self.conn
-    }
-
-    /// The protocol.
-    #[must_use]
-    pub fn protocol(&self) -> &P {
-        self.conn.protocol()
-    }
-
-    /// The protocol, to reconfigure it between events.
-    pub fn protocol_mut(&mut self) -> &mut P {
-        self.conn.protocol_mut()
     }
 
     /// The socket.

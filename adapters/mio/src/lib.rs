@@ -24,7 +24,7 @@
 //! | a protocol of your own (it may answer on the urgent lane itself: a pong) | `Conn<S, P>` for any [`cleave_proto::Protocol`] |
 //! | a raw tunnel after a routing decision or a marker | [`Conn::switch`] to [`cleave_proto::Raw`] |
 //! | idle, opening, frame and tunnel timeouts | [`Conn::with_config`] with a [`cleave_proto::ConnConfig`]; they end in [`cleave_proto::Error::TimedOut`] |
-//! | answers, and the end of your side | [`Conn::push`] (bulk), [`Conn::push_urgent`], [`Conn::close`], [`Conn::reset`] |
+//! | answers, and the end of your side | [`Conn::conn_mut`] then the core's `push` (bulk) or `push_urgent`; [`Conn::close`], [`Conn::reset`] |
 //! | what to register for | [`Conn::update_registration`] (or [`Conn::interest`]) |
 //! | when to wake without I/O | [`Conn::deadline`], then [`Conn::on_timeout`] |
 //! | a listener and connections by token | [`Conns`]: a slab of `Conn`s; `accept`, `get_mut`, `settle` |
@@ -41,7 +41,7 @@
 //!       for each event of a connection:
 //!           conn.on_event(event, &mut out)             reads if readable (until the
 //!                                                      socket is empty), writes if writable
-//!           handle `out`; conn.push(..)                answers are queued
+//!           handle `out`; conn.conn_mut().push(..)     answers are queued
 //!           outcome.more ─> on_readable(&mut out) again  the read budget ran out
 //!           outcome.eof  ─> conn.close()               answer, then end our side too
 //!           conn.on_writable()                         and go out now, not one poll later
@@ -112,7 +112,7 @@
 //!         let mut outcome = c.on_event(event, &mut lines)?;
 //!         loop {
 //!             for line in lines.drain(..) {
-//!                 c.push(encoder.encode(line)?).expect("room");
+//!                 c.conn_mut().push(encoder.encode(line)?).expect("room");
 //!             }
 //!             if !outcome.more {
 //!                 break;

@@ -119,7 +119,8 @@ fn a_server_on_conns_holds_every_connection_at_once_then_removes_each() {
             for line in lines.drain(..) {
                 let mut answer = line.to_vec();
                 answer.push(b'!');
-                conn.push(encoder.encode(Bytes::from(answer)).unwrap())
+                conn.conn_mut()
+                    .push(encoder.encode(Bytes::from(answer)).unwrap())
                     .unwrap();
             }
             if outcome.eof {

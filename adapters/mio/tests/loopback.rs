@@ -100,7 +100,8 @@ fn serve_lines(poll: &mut Poll, listener: &mut TcpListener, expected: usize) -> 
             for line in lines.drain(..) {
                 let mut answer = line.to_vec();
                 answer.push(b'!');
-                conn.push(encoder.encode(Bytes::from(answer)).unwrap())
+                conn.conn_mut()
+                    .push(encoder.encode(Bytes::from(answer)).unwrap())
                     .unwrap();
             }
             if outcome.eof {
@@ -235,7 +236,9 @@ fn partial_writes_under_a_small_send_buffer_keep_every_byte_in_order() {
     let payload: Vec<u8> = (0..TOTAL).map(|i| (i % 251) as u8).collect();
     let payload = Bytes::from(payload);
     for piece in (0..TOTAL).step_by(64 * 1024) {
-        conn.push(payload.slice(piece..piece + 64 * 1024)).unwrap();
+        conn.conn_mut()
+            .push(payload.slice(piece..piece + 64 * 1024))
+            .unwrap();
     }
     conn.close();
 
@@ -378,7 +381,7 @@ fn after_the_peer_half_closes_the_answers_still_go_out() {
     );
     let mut encoder = Lines::new();
     for line in lines.drain(..) {
-        conn.push(encoder.encode(line).unwrap()).unwrap();
+        conn.conn_mut().push(encoder.encode(line).unwrap()).unwrap();
     }
     conn.close();
     conn.on_writable().unwrap();
@@ -469,7 +472,8 @@ fn after_a_protocol_error_the_answer_goes_out_and_the_connection_finishes() {
     // The read side is over: no more READABLE, and the error stays.
     assert!(conn.is_read_closed() && conn.conn().is_read_done());
     assert_eq!(conn.interest(), None);
-    conn.push(Bytes::from_static(b"ERR line too long\n"))
+    conn.conn_mut()
+        .push(Bytes::from_static(b"ERR line too long\n"))
         .unwrap();
     conn.close();
     assert_eq!(conn.interest(), Some(Interest::WRITABLE));
@@ -491,7 +495,9 @@ fn an_idle_connection_never_wakes_the_loop() {
     conn.register(poll.registry(), Token(0)).unwrap();
     assert_eq!(conn.interest(), Some(Interest::READABLE));
     // An answer goes out at once; WRITABLE is not asked for after it.
-    conn.push(Bytes::from_static(b"hello\n")).unwrap();
+    conn.conn_mut()
+        .push(Bytes::from_static(b"hello\n"))
+        .unwrap();
     assert!(conn.on_writable().unwrap());
     conn.update_registration(poll.registry(), Token(0)).unwrap();
     assert_eq!(conn.interest(), Some(Interest::READABLE));

@@ -141,7 +141,7 @@ fn pongs_from_the_protocol_arrive_and_never_split_an_echoed_line() {
             let mut outcome = conn.on_event(event, &mut lines).unwrap();
             loop {
                 for line in lines.drain(..) {
-                    conn.push(encoder.encode(line).unwrap()).unwrap();
+                    conn.conn_mut().push(encoder.encode(line).unwrap()).unwrap();
                     echoed += 1;
                 }
                 if !outcome.more {

@@ -169,7 +169,7 @@ impl Tunnel {
             };
             if !bytes.is_empty() {
                 self.forwarded[from] += bytes.len();
-                let pushed = self.sides[1 - from].push(bytes);
+                let pushed = self.sides[1 - from].conn_mut().push(bytes);
                 assert!(pushed.is_ok(), "the queue holds more than a test sends");
             }
         }
@@ -420,14 +420,16 @@ fn reset_finishes_the_connection_and_its_drop_sends_a_rst() {
     server.set_nonblocking(true).unwrap();
     let session = Session::tunnel(Router::new(()), SessionConfig::default());
     let mut conn: Side = Conn::new(TcpStream::from_std(server), session);
-    conn.push(Bytes::from_static(b"never written")).unwrap();
+    conn.conn_mut()
+        .push(Bytes::from_static(b"never written"))
+        .unwrap();
     assert!(conn.interest().is_some());
 
     conn.reset().unwrap();
     assert!(conn.is_finished() && conn.is_read_closed());
     assert_eq!(conn.interest(), None);
     assert!(conn.conn().queue().is_flushed(), "the queue is aborted");
-    assert!(conn.push(Bytes::from_static(b"late")).is_err());
+    assert!(conn.conn_mut().push(Bytes::from_static(b"late")).is_err());
     let linger = socket2::SockRef::from(conn.get_ref()).linger().unwrap();
     assert_eq!(linger, Some(Duration::ZERO));
 

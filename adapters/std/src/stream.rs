@@ -4,7 +4,7 @@ use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
 use cleave_proto::conn::Shutdown;
-use cleave_proto::{Conn, ConnConfig, Lane, Protocol, Push, Refusal, Rejected, Ticket};
+use cleave_proto::{Conn, ConnConfig, Lane, Protocol, Push, Ticket};
 
 use crate::error::ConnError;
 use crate::socket::Socket;
@@ -36,7 +36,7 @@ use crate::write::{is_timeout, write_vectored};
 ///                                  or Err(TimedOut) when the timeout was the caller's
 ///   recv_buffered()        poll only: what arrived together, no read
 ///
-///   push(item)             queue only (bytes or a Frame); refused when full
+///   conn_mut().push(item)  queue only (bytes or a Frame); refused when full
 ///   send(item)             queue; when full, write first (write_vectored) to make room
 ///   flush()                write everything queued, then flush the writer
 ///   close()                no more pushes; write what is left; shut the write half
@@ -126,18 +126,6 @@ fn slack(wait: Duration) -> Duration {
     (wait / 64).max(Duration::from_millis(1))
 }
 
-/// An error met reading or writing: the core's, or the OS's.
-enum Failure {
-    Core(cleave_proto::Error),
-    Io(io::Error),
-}
-
-impl From<cleave_proto::Error> for Failure {
-    fn from(e: cleave_proto::Error) -> Self {
-        Self::Core(e)
-    }
-}
-
 impl<S, P: Protocol> Stream<S, P> {
     /// `protocol` over `io`, with the default buffer and queue and no
     /// timeouts. The connection's clock starts now.
@@ -181,16 +169,6 @@ impl<S, P: Protocol> Stream<S, P> {
         &mut self.conn
     }
 
-    /// The protocol.
-    pub fn protocol(&self) -> &P {
-        self.conn.protocol()
-    }
-
-    /// The protocol, to reconfigure it between events.
-    pub fn protocol_mut(&mut self) -> &mut P {
-        self.conn.protocol_mut()
-    }
-
     /// The time on the connection's clock: since the stream was made.
     pub fn now(&self) -> Duration {
         self.base.elapsed()
@@ -208,29 +186,6 @@ impl<S, P: Protocol> Stream<S, P> {
             timer: self.timer,
             read_failed: self.read_failed,
         }
-    }
-
-    /// Queues `item` (bytes or a [`Frame`](cleave_proto::Frame)) in the bulk
-    /// lane without writing.
-    ///
-    /// # Errors
-    ///
-    /// It comes back when the lane is full ([`Refusal::Full`]: write, then
-    /// push again) or the queue is closed.
-    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
-    pub fn push<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
-        self.conn.push(item)
-    }
-
-    /// Queues `item` in the urgent lane, without writing: it goes out
-    /// before queued bulk data, between frames.
-    ///
-    /// # Errors
-    ///
-    /// As [`push`](Self::push), against the urgent lane's limits.
-    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
-    pub fn push_urgent<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
-        self.conn.push_urgent(item)
     }
 
     /// The error for a push into a closed queue: the connection's own, or
@@ -268,7 +223,7 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
             Err(e) => {
                 // The connection may have ended its side (a timeout):
                 // best effort, the error says what happened.
-                let _ = self.settle();
+                let _ = self.write_owed();
                 Err(ConnError::Protocol(e))
             }
         }
@@ -289,39 +244,26 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
 
     /// Does what [`Conn::poll_shutdown`] asks.
     fn shut(&mut self) -> Result<(), ConnError> {
-        let Some(how) = self.conn.poll_shutdown() else {
-            return Ok(());
-        };
-        let done = match how {
-            Shutdown::Write => self.io.shutdown_write(),
-            Shutdown::Reset => self.io.reset_on_close(),
-        };
-        self.conn.handle_shutdown();
+        let io = &mut self.io;
+        let done = self.conn.shutdown_with(|how| match how {
+            Shutdown::Write => io.shutdown_write(),
+            Shutdown::Reset => io.reset_on_close(),
+        });
         done.map_err(ConnError::Io)
     }
 
-    /// When the connection ended its write side itself (a timeout, a
-    /// protocol's close): writes what is left, if the source can be
-    /// written, and shuts down or resets.
-    fn settle(&mut self) -> Result<(), ConnError> {
-        if !self.conn.queue().is_closed() || self.conn.is_write_done() {
-            return Ok(());
-        }
-        if let Some(writer) = self.io.writer() {
-            flush_into(&mut self.conn, writer, self.base)?;
-        }
-        self.shut()
-    }
-
-    /// Writes the protocol's replies (the urgent lane, and the rest of a
-    /// frame in progress before them), if the source can be written.
-    /// Returns whether it wrote any.
-    fn write_urgent(&mut self) -> Result<bool, ConnError> {
+    /// Writes what must not wait for the application, if the source can
+    /// be written: the protocol's replies (the urgent lane, after the rest
+    /// of a frame in progress), or everything once the write side is
+    /// closing (a timeout, a protocol's close); then shuts down or resets
+    /// as the core asks. Returns whether it wrote.
+    fn write_owed(&mut self) -> Result<bool, ConnError> {
         let Some(writer) = self.io.writer() else {
             return Ok(false);
         };
+        let closing = self.conn.queue().is_closed();
         let mut wrote = false;
-        while self.conn.queue().pending_bytes(Lane::Urgent) > 0 {
+        while closing || self.conn.queue().pending_bytes(Lane::Urgent) > 0 {
             if write_once(&mut self.conn, writer, self.base)? == 0 {
                 break;
             }
@@ -332,6 +274,7 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
                 .flush()
                 .map_err(|e| fail_write(&mut self.conn, e, self.base))?;
         }
+        self.shut()?;
         Ok(wrote)
     }
 
@@ -393,12 +336,10 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
                 return Err(ConnError::Io(kind.into()));
             }
             if self.conn.is_read_done() || self.conn.is_read_closed() {
-                self.settle()?;
+                self.write_owed()?;
                 return Ok(None);
             }
-            if self.conn.queue().is_closed() {
-                self.settle()?;
-            } else if self.write_urgent()? {
+            if self.write_owed()? {
                 // The protocol may have held a reply back for room: it
                 // goes on before the read.
                 continue;
@@ -426,12 +367,11 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
             let io = &mut self.io;
             match self
                 .conn
-                .read_with(now, |spare| io.read(spare).map_err(Failure::Io))
+                .read_with(now, |spare| io.read(spare).map_err(ConnError::Io))
             {
                 Ok(_) => {}
-                Err(Failure::Core(e)) => return Err(ConnError::Protocol(e)),
-                Err(Failure::Io(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(Failure::Io(e)) if is_timeout(&e) => {
+                Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(ConnError::Io(e)) if is_timeout(&e) => {
                     // Nothing came in time: the connection waits, so its
                     // buffers give back what they do not need.
                     self.conn.release_idle();
@@ -445,11 +385,12 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
                     // Woken before the deadline (a timer may fire a tick
                     // early): read on.
                 }
-                Err(Failure::Io(e)) => {
+                Err(ConnError::Io(e)) => {
                     self.conn.handle_read_error(now);
                     self.read_failed = Some(e.kind());
                     return Err(ConnError::Io(e));
                 }
+                Err(e) => return Err(e),
             }
         }
     }
@@ -466,21 +407,16 @@ impl<S: Write, P: Protocol> Stream<S, P> {
     /// What writing says ([`ConnError::TimedOut`] for a write timeout,
     /// [`ConnError::Io`] for a failure); when the queue is closed, the
     /// connection's error, or `BrokenPipe`. The item is dropped then:
-    /// [`push`](Self::push) and [`flush`](Self::flush) keep it.
+    /// a push through [`conn_mut`](Self::conn_mut) keeps it.
     pub fn send<I: Push>(&mut self, item: I) -> Result<Ticket, ConnError> {
         let mut item = item;
         loop {
-            match self.conn.push(item) {
+            item = match self.conn.push(item) {
                 Ok(ticket) => return Ok(ticket),
-                Err(rejected) => match rejected.into_parts() {
-                    (Refusal::Full(_), back) => {
-                        item = back;
-                        if write_once(&mut self.conn, &mut self.io, self.base)? == 0 {
-                            return Err(self.closed());
-                        }
-                    }
-                    _ => return Err(self.closed()),
-                },
+                Err(rejected) => rejected.when_full().ok_or_else(|| self.closed())?,
+            };
+            if write_once(&mut self.conn, &mut self.io, self.base)? == 0 {
+                return Err(self.closed());
             }
         }
     }
@@ -522,13 +458,12 @@ fn write_once<P: Protocol, W: Write + ?Sized>(
     base: Instant,
 ) -> Result<usize, ConnError> {
     let now = base.elapsed();
+    // A writer that claimed more than it was given is the core's error.
     match conn.write_with(now, |slices| {
-        write_vectored(io, slices).map_err(Failure::Io)
+        write_vectored(io, slices).map_err(ConnError::Io)
     }) {
-        Ok(n) => Ok(n),
-        // A writer that claimed more than it was given: writing failed.
-        Err(Failure::Core(e)) => Err(ConnError::Protocol(e)),
-        Err(Failure::Io(e)) => Err(fail_write(conn, e, base)),
+        Err(ConnError::Io(e)) => Err(fail_write(conn, e, base)),
+        done => done,
     }
 }
 

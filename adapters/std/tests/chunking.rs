@@ -149,7 +149,7 @@ proptest! {
         for write in &writes {
             let mut bytes = Bytes::from(write.clone());
             // push, and on a full queue write (retrying timeouts) to make room.
-            while let Err(rejected) = stream.push(bytes) {
+            while let Err(rejected) = stream.conn_mut().push(bytes) {
                 bytes = rejected.into_value();
                 retry(|| stream.flush());
             }

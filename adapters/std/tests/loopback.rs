@@ -330,7 +330,7 @@ fn a_silent_client_is_routed_by_the_fallback_once_the_deadline_passes() {
 fn close_shuts_the_write_half_and_reading_goes_on() {
     let (mut client, server) = pair();
     let mut lines = Stream::new(server, Framed::new(Lines::new()));
-    lines.push(Bytes::from_static(b"bye\n")).unwrap();
+    lines.conn_mut().push(Bytes::from_static(b"bye\n")).unwrap();
     lines.close().unwrap(); // written, then a FIN
     let mut got = String::new();
     client.read_to_string(&mut got).unwrap();
@@ -351,7 +351,10 @@ fn close_shuts_the_write_half_and_reading_goes_on() {
 fn reset_drops_what_is_queued_and_resets_the_peer() {
     let (mut client, server) = pair();
     let mut lines = Stream::new(server, Framed::new(Lines::new()));
-    lines.push(Bytes::from_static(b"never sent\n")).unwrap();
+    lines
+        .conn_mut()
+        .push(Bytes::from_static(b"never sent\n"))
+        .unwrap();
     lines.reset().unwrap();
     assert!(lines.conn().is_finished());
     assert!(lines.conn().queue().is_empty());
@@ -707,7 +710,9 @@ fn a_reader_only_stream_over_a_file() {
             out.send(encoder.encode(format!("{i}").into()).unwrap())
                 .unwrap();
         }
-        out.push(Bytes::from_static(b"no newline")).unwrap();
+        out.conn_mut()
+            .push(Bytes::from_static(b"no newline"))
+            .unwrap();
         out.flush().unwrap();
     }
     let file = std::fs::File::open(&path).unwrap();

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use cleave_proto::conn::{Framed, Shutdown};
 use cleave_proto::write::Push;
-use cleave_proto::{
-    Conn, ConnConfig, Decoder, NoFrames, NoSwitch, Protocol, Refusal, Rejected, Session, Ticket,
-};
+use cleave_proto::{Conn, ConnConfig, Decoder, NoFrames, NoSwitch, Protocol, Session, Ticket};
 use futures_core::Stream;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::{Instant, Sleep};
@@ -38,7 +36,7 @@ use crate::timer::poll_deadline;
 /// ```
 ///
 /// Events come out as the protocol makes them; answers pushed meanwhile
-/// ([`push`](Self::push), [`send`](Self::send)) go out in one vectored
+/// ([`send`](Self::send), or `conn_mut().push`) go out in one vectored
 /// write when the buffered events run out, before the next read. The
 /// stream ends after a final error (the protocol's, a timeout, the
 /// socket's), or once the protocol made its last event and everything
@@ -158,28 +156,6 @@ impl<S, P: Protocol> Connection<S, P> {
         }
     }
 
-    /// Queues `item` (bytes or a frame) in the bulk lane; it goes out at
-    /// the next poll of the stream or [`flush`](Self::flush).
-    ///
-    /// # Errors
-    ///
-    /// It comes back when the lane is full or the queue closed.
-    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
-    pub fn push<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
-        self.conn.push(item)
-    }
-
-    /// Queues `item` in the urgent lane: ahead of queued bulk data, never
-    /// inside a frame.
-    ///
-    /// # Errors
-    ///
-    /// As [`push`](Self::push), against the urgent lane's limits.
-    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
-    pub fn push_urgent<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
-        self.conn.push_urgent(item)
-    }
-
     /// The next event already in the buffer, without reading or writing:
     /// `None` when the buffer holds no complete one (or the stream is
     /// over). A same-task server answers all that arrived together, then
@@ -254,21 +230,18 @@ where
     /// # Errors
     ///
     /// What the socket says; `BrokenPipe` once the queue is closed (the
-    /// item is dropped then: use [`push`](Self::push) to keep it).
+    /// item is dropped then: push through [`conn_mut`](Self::conn_mut) to keep it).
     pub async fn send<I: Push>(&mut self, item: I) -> Result<Ticket, ConnError> {
         let mut item = item;
         loop {
-            match self.conn.push(item) {
+            item = match self.conn.push(item) {
                 Ok(ticket) => return Ok(ticket),
-                Err(rejected) => match rejected.into_parts() {
-                    (Refusal::Full(_), back) => {
-                        item = back;
-                        poll_fn(|cx| self.poll_drain(cx)).await?;
-                    }
-                    // Closed: nothing more goes out.
-                    _ => return Err(io::Error::from(io::ErrorKind::BrokenPipe).into()),
-                },
-            }
+                // Closed: nothing more goes out.
+                Err(rejected) => rejected
+                    .when_full()
+                    .ok_or(io::Error::from(io::ErrorKind::BrokenPipe))?,
+            };
+            poll_fn(|cx| self.poll_drain(cx)).await?;
         }
     }
 

@@ -107,17 +107,12 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     pub async fn send<I: Push>(&mut self, item: I) -> io::Result<Ticket> {
         let mut item = item;
         loop {
-            match self.queue.push_to(Lane::Bulk, item) {
+            item = match self.queue.push_to(Lane::Bulk, item) {
                 Ok(ticket) => return Ok(ticket),
-                Err(rejected) => match rejected.into_parts() {
-                    (Refusal::Full(_), back) => {
-                        item = back;
-                        self.drain().await?;
-                    }
-                    // Closed: nothing more goes out.
-                    _ => return Err(io::ErrorKind::BrokenPipe.into()),
-                },
-            }
+                // Closed: nothing more goes out.
+                Err(rejected) => rejected.when_full().ok_or(io::ErrorKind::BrokenPipe)?,
+            };
+            self.drain().await?;
         }
     }
 

@@ -371,6 +371,26 @@ impl<P: Protocol> Conn<P> {
         }
     }
 
+    /// Does what [`poll_shutdown`](Self::poll_shutdown) asks, if anything,
+    /// with `shut`, and records it done whatever `shut` returns (a failed
+    /// shutdown is not tried again): for drivers whose shutdown does not
+    /// wait.
+    ///
+    /// # Errors
+    ///
+    /// What `shut` returns.
+    pub fn shutdown_with<E>(
+        &mut self,
+        shut: impl FnOnce(Shutdown) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let Some(how) = self.poll_shutdown() else {
+            return Ok(());
+        };
+        let done = shut(how);
+        self.handle_shutdown();
+        done
+    }
+
     /// The adapter did what [`poll_shutdown`](Self::poll_shutdown) asked.
     pub fn handle_shutdown(&mut self) {
         self.write = match self.write {

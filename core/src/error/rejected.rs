@@ -77,6 +77,32 @@ impl<T, E> Rejected<T, E> {
     }
 }
 
+impl<T> Rejected<T, Refusal> {
+    /// The value back when the push may be tried again once the lane has
+    /// room (it was [`Refusal::Full`]), or `None` when the queue is
+    /// closed. A driver's `send` loops on it: push, and on a full lane
+    /// write, then push the value again.
+    ///
+    /// ```
+    /// use cleave_proto::{Bytes, WriteQueue, WriteQueueConfig, Lane};
+    ///
+    /// let mut queue = WriteQueue::with_config(WriteQueueConfig::default().max_items(1)?);
+    /// queue.push_to(Lane::Bulk, Bytes::from_static(b"one"))?;
+    /// let refused = queue.push_to(Lane::Bulk, Bytes::from_static(b"two")).unwrap_err();
+    /// let two = refused.when_full().expect("full, not closed");
+    /// queue.close();
+    /// assert!(queue.push_to(Lane::Bulk, two).unwrap_err().when_full().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn when_full(self) -> Option<T> {
+        match self.error {
+            Refusal::Full(_) => Some(self.value),
+            Refusal::Closed => None,
+        }
+    }
+}
+
 /// Shows the reason, not the value (which may be megabytes of payload).
 impl<T, E: fmt::Debug> fmt::Debug for Rejected<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

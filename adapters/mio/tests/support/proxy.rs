@@ -135,7 +135,7 @@ fn drive<P: Protocol>(
 /// Queues bytes for `conn`'s peer. A side that is closing takes nothing
 /// more (its peer is gone); the few bytes here never fill a queue.
 fn forward(conn: &mut Conn<TcpStream, Raw>, bytes: Bytes) {
-    if let Err(refused) = conn.push(bytes) {
+    if let Err(refused) = conn.conn_mut().push(bytes) {
         assert_eq!(*refused.error(), Refusal::Closed, "a queue filled up");
     }
 }
@@ -444,7 +444,7 @@ fn web(conn: &mut Conn<TcpStream, Framed<Heads>>, wake: Wake<'_>) {
         return;
     }
     if !heads.is_empty() && !conn.conn().queue().is_closed() {
-        conn.push(Bytes::from_static(RESPONSE)).unwrap();
+        conn.conn_mut().push(Bytes::from_static(RESPONSE)).unwrap();
         conn.close();
     }
     if conn.is_read_closed() {
