@@ -125,6 +125,7 @@ mod decoder;
 mod driver;
 mod encoder;
 mod error;
+pub mod http1;
 mod recv_buf;
 pub mod route;
 mod session;

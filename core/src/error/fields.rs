@@ -53,6 +53,60 @@ pub enum HttpField {
     /// answers 400 (RFC 9112, section 3.2), and routing on it could send
     /// the request where its target says otherwise.
     Host,
+    /// A request line: the method is not a token, the target is empty or
+    /// holds a space or a control byte, or the separators are not single
+    /// spaces.
+    RequestLine,
+    /// A status line: not a three-digit status from 100 to 999 after one
+    /// space, or a reason with control bytes.
+    StatusLine,
+    /// A version other than `HTTP/1.0` and `HTTP/1.1` (a server answers
+    /// 505).
+    Version,
+    /// A header name that is not a token (empty, or with a separator or a
+    /// byte outside ASCII).
+    HeaderName,
+    /// A header value (or trailer value) with NUL or another control byte
+    /// other than HTAB.
+    HeaderValue,
+    /// A line not ended by CRLF: a bare LF, or a CR not followed by LF,
+    /// anywhere in a head, a chunk line or the trailers. Some parsers
+    /// take a bare LF as a line end and others do not: the difference is
+    /// a smuggling vector (RFC 9112, section 2.2).
+    LineEnding,
+    /// A header line that starts with a space or a tab: obsolete line
+    /// folding, or whitespace between the start line and the first header
+    /// (RFC 9112, sections 2.2 and 5.2).
+    ObsFold,
+    /// Whitespace between a header name and its colon (RFC 9112,
+    /// section 5.1: a server must answer 400).
+    Whitespace,
+    /// A Content-Length that is not one decimal number: a sign, `0x`,
+    /// spaces inside, empty, past `u64`, or differing values (a list, or
+    /// the header given twice).
+    ContentLength,
+    /// Transfer-Encoding and Content-Length in one message: the two
+    /// framings a front and a back end may each pick one of (RFC 9112,
+    /// section 6.3).
+    BothFraming,
+    /// A Transfer-Encoding that cannot frame the message: `chunked` not
+    /// last or given twice, an empty list, or any Transfer-Encoding in an
+    /// HTTP/1.0 message.
+    TransferEncoding,
+    /// A transfer coding other than `chunked` (a server answers 501).
+    TransferCoding,
+    /// A chunk size: not hexadecimal digits only (a sign, `0x`, a leading
+    /// space, an empty line), whitespace after it, or past `u64`.
+    ChunkSize,
+    /// A chunk extension: not `;name` or `;name=value` with a token or a
+    /// quoted string, an unterminated quoted string, or a control byte.
+    ChunkExtension,
+    /// Chunk data not followed by exactly CRLF.
+    ChunkDataEnd,
+    /// A trailer field that must not be a trailer (one that frames or
+    /// routes the message: Content-Length, Transfer-Encoding, Host,
+    /// Trailer), or a malformed trailer section.
+    Trailer,
 }
 
 /// Which part of a PROXY protocol header was malformed, for
@@ -94,6 +148,22 @@ impl fmt::Display for HttpField {
         f.write_str(match self {
             Self::Head => "HTTP request head",
             Self::Host => "HTTP Host (repeated, malformed, or not the target's authority)",
+            Self::RequestLine => "HTTP request line",
+            Self::StatusLine => "HTTP status line",
+            Self::Version => "HTTP version",
+            Self::HeaderName => "HTTP header name",
+            Self::HeaderValue => "HTTP header value",
+            Self::LineEnding => "HTTP line ending (bare CR or LF)",
+            Self::ObsFold => "HTTP header line (folded, or starting with whitespace)",
+            Self::Whitespace => "HTTP header (whitespace before the colon)",
+            Self::ContentLength => "HTTP Content-Length",
+            Self::BothFraming => "HTTP framing (Transfer-Encoding with Content-Length)",
+            Self::TransferEncoding => "HTTP Transfer-Encoding",
+            Self::TransferCoding => "HTTP transfer coding (only chunked is known)",
+            Self::ChunkSize => "HTTP chunk size",
+            Self::ChunkExtension => "HTTP chunk extension",
+            Self::ChunkDataEnd => "HTTP chunk end (data not followed by CRLF)",
+            Self::Trailer => "HTTP trailer",
         })
     }
 }

@@ -157,6 +157,19 @@ pub enum Limit {
     /// A sniffer's byte budget (a ClientHello, a request head or a PROXY
     /// header longer than it will read).
     SniffBudget,
+    /// An HTTP head's maximum size, start line and headers together (a
+    /// server answers 431).
+    HeadLength,
+    /// An HTTP head's (or trailer section's) maximum number of fields (a
+    /// server answers 431).
+    HeaderCount,
+    /// The chunk-extension bytes one HTTP message may carry.
+    ChunkExtension,
+    /// An HTTP trailer section's maximum size.
+    TrailerLength,
+    /// An HTTP message body's maximum size, declared or received (a
+    /// server answers 413).
+    BodyLength,
 }
 
 /// How the caller misused the API, for [`Error::Misuse`].
@@ -228,6 +241,20 @@ pub enum Unencodable {
         /// Index of the first invalid byte.
         valid_up_to: usize,
     },
+    /// An HTTP method or header name that is not a token, or an empty
+    /// or non-ASCII request target.
+    HttpToken,
+    /// An HTTP header value, trailer value or reason phrase with CR, LF,
+    /// NUL or another control byte: a header injection.
+    HttpValue,
+    /// A Content-Length or Transfer-Encoding among the headers: the body
+    /// argument frames the message, so both framings cannot be sent.
+    HttpFraming,
+    /// A body where the status allows none (1xx, 204, 304), or a request
+    /// framed by the close.
+    HttpBody,
+    /// A status code outside 100 to 999.
+    HttpStatus,
 }
 
 impl Error {
@@ -359,6 +386,11 @@ impl fmt::Display for Limit {
             Self::LineLength => "line length",
             Self::FrameLength => "frame length",
             Self::SniffBudget => "sniffing budget",
+            Self::HeadLength => "HTTP head size",
+            Self::HeaderCount => "HTTP header count",
+            Self::ChunkExtension => "HTTP chunk extension size",
+            Self::TrailerLength => "HTTP trailer size",
+            Self::BodyLength => "HTTP body size",
         })
     }
 }
@@ -406,6 +438,13 @@ impl fmt::Display for Unencodable {
             Self::NotUtf8 { valid_up_to } => {
                 write!(f, "the line is not UTF-8 from index {valid_up_to}")
             }
+            Self::HttpToken => f.write_str("an HTTP method, target or header name is malformed"),
+            Self::HttpValue => f.write_str("an HTTP value holds CR, LF or another control byte"),
+            Self::HttpFraming => f.write_str(
+                "Content-Length or Transfer-Encoding given as a header: the body frames",
+            ),
+            Self::HttpBody => f.write_str("a body this HTTP message cannot carry"),
+            Self::HttpStatus => f.write_str("an HTTP status outside 100 to 999"),
         }
     }
 }

@@ -1,0 +1,429 @@
+//! A message body as it arrives: `Content-Length` bytes, chunks (with
+//! their size lines, extensions and trailers checked strictly), or bytes
+//! until the close. Data comes out as `Bytes` views of the receive
+//! buffer as soon as it is there: never copied, never held back for a
+//! whole chunk.
+
+use bytes::Bytes;
+
+use crate::error::{Error, HttpField, Limit};
+use crate::http1::config::{Http1Config, MAX_HEADERS};
+use crate::http1::head::{Body, Headers};
+use crate::http1::lines::{check_field_lines, Bad, BlockScan};
+use crate::http1::parse::TOKEN;
+use crate::recv_buf::RecvBuf;
+
+/// What a body gives next.
+#[derive(Debug)]
+pub(crate) enum Piece {
+    Data(Bytes),
+    Trailers(Headers),
+    End,
+}
+
+/// Where a body is.
+#[derive(Clone, Debug)]
+pub(crate) enum BodyState {
+    Length(u64),
+    Chunked(Chunked),
+    UntilClose,
+    /// Trailers came out; the end is next.
+    Ended,
+}
+
+/// A chunked body's progress.
+#[derive(Clone, Debug)]
+pub(crate) struct Chunked {
+    step: Step,
+    /// Extension bytes so far in this message.
+    extensions: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// A size line; the bytes before `scanned` hold no LF.
+    Size {
+        scanned: usize,
+    },
+    Data(u64),
+    DataEnd,
+    Trailers(BlockScan),
+}
+
+impl BodyState {
+    /// The state for a body framed as `body`; `None` for no body.
+    pub(crate) fn new(body: Body) -> Option<Self> {
+        match body {
+            Body::Empty => None,
+            Body::Length(n) => Some(Self::Length(n)),
+            Body::Chunked => Some(Self::Chunked(Chunked {
+                step: Step::Size { scanned: 0 },
+                extensions: 0,
+            })),
+            Body::UntilClose => Some(Self::UntilClose),
+        }
+    }
+
+    /// The next piece: `Ok(None)` while more bytes are needed.
+    /// `received` counts the body's bytes against the configured limit.
+    pub(crate) fn poll(
+        &mut self,
+        recv: &mut RecvBuf,
+        eof: bool,
+        config: &Http1Config,
+        received: &mut u64,
+    ) -> Result<Option<Piece>, Error> {
+        match self {
+            Self::Length(0) | Self::Ended => Ok(Some(Piece::End)),
+            Self::Length(remaining) => {
+                let Some(data) = take(recv, *remaining, eof)? else {
+                    return Ok(None);
+                };
+                *remaining -= data.len() as u64;
+                Ok(Some(Piece::Data(data)))
+            }
+            Self::UntilClose => {
+                if recv.is_empty() {
+                    return Ok(eof.then_some(Piece::End));
+                }
+                let data = recv.split_to(recv.len())?;
+                count(received, data.len(), config, recv)?;
+                Ok(Some(Piece::Data(data)))
+            }
+            Self::Chunked(chunked) => {
+                let piece = chunked.poll(recv, eof, config, received)?;
+                if matches!(piece, Some(Piece::Trailers(_))) {
+                    *self = Self::Ended;
+                }
+                Ok(piece)
+            }
+        }
+    }
+}
+
+/// Up to `remaining` bytes as one view; `None` when none are buffered
+/// (a truncation at the end of the stream).
+fn take(recv: &mut RecvBuf, remaining: u64, eof: bool) -> Result<Option<Bytes>, Error> {
+    if recv.is_empty() {
+        return if eof { Err(truncated(recv)) } else { Ok(None) };
+    }
+    let n = usize::try_from(remaining)
+        .unwrap_or(usize::MAX)
+        .min(recv.len());
+    Ok(Some(recv.split_to(n)?))
+}
+
+/// The stream ended inside a message.
+#[cold]
+pub(crate) fn truncated(recv: &mut RecvBuf) -> Error {
+    let offset = recv.offset();
+    Error::Truncated {
+        partial: recv.take_tail(),
+        offset,
+    }
+}
+
+/// Adds `n` body bytes, against the configured limit.
+fn count(received: &mut u64, n: usize, config: &Http1Config, recv: &RecvBuf) -> Result<(), Error> {
+    *received = received.saturating_add(n as u64);
+    match config.get_max_body() {
+        Some(max) if *received > max => Err(Error::LimitExceeded {
+            limit: Limit::BodyLength,
+            max,
+            attempted: *received,
+            offset: recv.offset(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `bad`, at its place in the stream.
+pub(crate) fn at(bad: Bad, recv: &RecvBuf) -> Error {
+    bad.into_error(recv.offset())
+}
+
+impl Chunked {
+    fn poll(
+        &mut self,
+        recv: &mut RecvBuf,
+        eof: bool,
+        config: &Http1Config,
+        received: &mut u64,
+    ) -> Result<Option<Piece>, Error> {
+        loop {
+            match self.step {
+                Step::Size { scanned } => {
+                    let buf = recv.peek();
+                    let Some(lf) = memchr::memchr(b'\n', &buf[scanned..]).map(|i| scanned + i)
+                    else {
+                        // Judge what came so far: garbage fails now, not
+                        // at the limit.
+                        let partial = buf.strip_suffix(b"\r").unwrap_or(buf);
+                        size_line(partial, config, true).map_err(|bad| at(bad, recv))?;
+                        let budget = config
+                            .get_max_chunk_extensions()
+                            .saturating_sub(self.extensions);
+                        if buf.len() as u64 > budget.saturating_add(18) {
+                            return Err(ext_limit(config, self.extensions, buf.len() as u64, recv));
+                        }
+                        if eof {
+                            return Err(truncated(recv));
+                        }
+                        self.step = Step::Size { scanned: buf.len() };
+                        return Ok(None);
+                    };
+                    let (line, crlf) = match buf[..lf].strip_suffix(b"\r") {
+                        Some(line) => (line, true),
+                        None => (&buf[..lf], config.get_allow_bare_lf()),
+                    };
+                    let (size, ext) =
+                        size_line(line, config, false).map_err(|bad| at(bad, recv))?;
+                    if !crlf {
+                        // A bare LF: inside an extension, the extension is
+                        // malformed; after a size, the line end.
+                        let field = if ext > 0 {
+                            HttpField::ChunkExtension
+                        } else {
+                            HttpField::LineEnding
+                        };
+                        return Err(at(Bad::Field(field, lf), recv));
+                    }
+                    self.extensions += ext as u64;
+                    if self.extensions > config.get_max_chunk_extensions() {
+                        return Err(ext_limit(config, 0, self.extensions, recv));
+                    }
+                    recv.advance(lf + 1)?;
+                    self.step = if size == 0 {
+                        Step::Trailers(BlockScan::default())
+                    } else {
+                        Step::Data(size)
+                    };
+                }
+                Step::Data(remaining) => {
+                    let Some(data) = take(recv, remaining, eof)? else {
+                        return Ok(None);
+                    };
+                    count(received, data.len(), config, recv)?;
+                    let left = remaining - data.len() as u64;
+                    self.step = if left == 0 {
+                        Step::DataEnd
+                    } else {
+                        Step::Data(left)
+                    };
+                    return Ok(Some(Piece::Data(data)));
+                }
+                Step::DataEnd => {
+                    let n = match recv.peek() {
+                        [b'\r', b'\n', ..] => 2,
+                        [b'\n', ..] if config.get_allow_bare_lf() => 1,
+                        [] | [b'\r'] if !eof => return Ok(None),
+                        [] | [b'\r'] => return Err(truncated(recv)),
+                        _ => return Err(at(Bad::Field(HttpField::ChunkDataEnd, 0), recv)),
+                    };
+                    recv.advance(n)?;
+                    self.step = Step::Size { scanned: 0 };
+                }
+                Step::Trailers(mut scan) => {
+                    let buf = recv.peek();
+                    match buf {
+                        [b'\r', b'\n', ..] => {
+                            recv.advance(2)?;
+                            self.step = Step::Size { scanned: 0 };
+                            return Ok(Some(Piece::End));
+                        }
+                        [b'\n', ..] if config.get_allow_bare_lf() => {
+                            recv.advance(1)?;
+                            return Ok(Some(Piece::End));
+                        }
+                        _ => {}
+                    }
+                    let found = scan
+                        .scan(
+                            buf,
+                            config.get_allow_bare_lf(),
+                            config.get_max_line(),
+                            config.get_max_trailers(),
+                            Limit::TrailerLength,
+                        )
+                        .map_err(|bad| at(bad, recv))?;
+                    let Some(len) = found else {
+                        if eof {
+                            return Err(truncated(recv));
+                        }
+                        self.step = Step::Trailers(scan);
+                        return Ok(None);
+                    };
+                    let count = trailers(&buf[..len], config).map_err(|bad| at(bad, recv))?;
+                    let block = recv.split_to(len)?;
+                    let end = if block.ends_with(b"\r\n") {
+                        len - 2
+                    } else {
+                        len - 1
+                    };
+                    return Ok(Some(Piece::Trailers(Headers::new(
+                        block.slice(..end),
+                        count,
+                    ))));
+                }
+            }
+        }
+    }
+}
+
+#[cold]
+fn ext_limit(config: &Http1Config, used: u64, attempted: u64, recv: &RecvBuf) -> Error {
+    Error::LimitExceeded {
+        limit: Limit::ChunkExtension,
+        max: config.get_max_chunk_extensions(),
+        attempted: used.saturating_add(attempted),
+        offset: recv.offset(),
+    }
+}
+
+/// A chunk-size line without its line end: the size, and how many
+/// extension bytes it carried. No whitespace anywhere (the grammar's
+/// "bad whitespace" around `;` and `=` is what senders must not send,
+/// and parsers disagree on it), unless whitespace after the size is
+/// allowed.
+fn size_line(line: &[u8], config: &Http1Config, partial: bool) -> Result<(u64, usize), Bad> {
+    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if digits == 0 {
+        if partial && line.is_empty() {
+            return Ok((0, 0));
+        }
+        return Err(Bad::Field(HttpField::ChunkSize, 0));
+    }
+    let mut size: u64 = 0;
+    for &b in &line[..digits] {
+        let d = (b as char).to_digit(16).unwrap_or(0);
+        size = size
+            .checked_mul(16)
+            .and_then(|s| s.checked_add(u64::from(d)))
+            .ok_or(Bad::Field(HttpField::ChunkSize, 0))?;
+    }
+    let mut rest = &line[digits..];
+    if config.get_allow_chunk_size_whitespace() {
+        while let [b' ' | b'\t', tail @ ..] = rest {
+            rest = tail;
+        }
+    }
+    let ext_at = line.len() - rest.len();
+    match rest.first() {
+        None => return Ok((size, 0)),
+        Some(b';') => {}
+        Some(b'\r') => return Err(Bad::Field(HttpField::LineEnding, ext_at)),
+        Some(_) => return Err(Bad::Field(HttpField::ChunkSize, ext_at)),
+    }
+    extensions(rest, partial).map_err(|i| Bad::Field(HttpField::ChunkExtension, ext_at + i))?;
+    Ok((size, rest.len()))
+}
+
+/// `*( ";" token [ "=" ( token / quoted-string ) ] )`: `Err` with the
+/// index of the first byte that does not fit. With `partial`, `ext` is
+/// what came of the line so far: running out of bytes anywhere is not an
+/// error.
+fn extensions(ext: &[u8], partial: bool) -> Result<(), usize> {
+    let token = |from: usize| {
+        ext[from..]
+            .iter()
+            .take_while(|&&b| TOKEN[usize::from(b)])
+            .count()
+    };
+    let mut i = 0;
+    while i < ext.len() {
+        if ext[i] != b';' {
+            return Err(i);
+        }
+        i += 1;
+        let name = token(i);
+        i += name;
+        if name == 0 && !(partial && i == ext.len()) {
+            return Err(i);
+        }
+        if ext.get(i) != Some(&b'=') {
+            continue;
+        }
+        i += 1;
+        if ext.get(i) == Some(&b'"') {
+            match quoted_string_end(ext, i + 1) {
+                Ok(end) => i = end,
+                Err(end) if partial && end == ext.len() => return Ok(()),
+                Err(at) => return Err(at),
+            }
+        } else {
+            let value = token(i);
+            i += value;
+            if value == 0 && !(partial && i == ext.len()) {
+                return Err(i);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The index past the closing quote of a quoted string whose content
+/// starts at `i`.
+fn quoted_string_end(ext: &[u8], mut i: usize) -> Result<usize, usize> {
+    while i < ext.len() {
+        match ext[i] {
+            b'"' => return Ok(i + 1),
+            b'\\' => match ext.get(i + 1) {
+                Some(&b) if b == b'\t' || b >= 0x20 && b != 0x7f => i += 2,
+                _ => return Err(i + 1),
+            },
+            b'\t' => i += 1,
+            b if b < 0x20 || b == 0x7f => return Err(i),
+            _ => i += 1,
+        }
+    }
+    Err(ext.len())
+}
+
+/// Checks a whole trailer section (its empty line included): its lines'
+/// shape, httparse's verdict, the count, and no field that frames or
+/// routes a message. Returns the number of fields.
+fn trailers(block: &[u8], config: &Http1Config) -> Result<usize, Bad> {
+    let end = if block.ends_with(b"\r\n") {
+        block.len() - 2
+    } else {
+        block.len() - 1
+    };
+    check_field_lines(&block[..end], 0, false).map_err(|bad| match bad {
+        Bad::Field(HttpField::ObsFold | HttpField::Whitespace | HttpField::HeaderName, at) => {
+            Bad::Field(HttpField::Trailer, at)
+        }
+        other => other,
+    })?;
+    let max = config.get_max_headers().min(MAX_HEADERS);
+    // Trailers are rare: initialised slots, and httparse's plain call.
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let parsed = httparse::parse_headers(block, &mut slots[..max]);
+    let headers = match parsed {
+        Ok(httparse::Status::Complete((_, headers))) => headers,
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(Bad::Limit(
+                Limit::HeaderCount,
+                max as u64,
+                max as u64 + 1,
+                0,
+            ))
+        }
+        Err(httparse::Error::NewLine) => return Err(Bad::Field(HttpField::LineEnding, 0)),
+        _ => return Err(Bad::Field(HttpField::Trailer, 0)),
+    };
+    for h in headers.iter() {
+        let name = h.name.as_bytes();
+        if [
+            &b"content-length"[..],
+            b"transfer-encoding",
+            b"host",
+            b"trailer",
+        ]
+        .iter()
+        .any(|forbidden| name.eq_ignore_ascii_case(forbidden))
+        {
+            return Err(Bad::Field(HttpField::Trailer, 0));
+        }
+    }
+    Ok(headers.len())
+}

@@ -1,0 +1,265 @@
+//! [`Client`]: the protocol of a connection that sends requests and
+//! receives responses.
+
+use alloc::collections::VecDeque;
+
+use bytes::Bytes;
+
+use crate::conn::{Phase, Protocol, Wire};
+use crate::error::{Error, Limit};
+use crate::http1::body::{at, truncated, BodyState, Piece};
+use crate::http1::config::Http1Config;
+use crate::http1::encode;
+use crate::http1::head::{Body, Headers, Response};
+use crate::http1::lines::BlockScan;
+use crate::http1::parse::{early_check, parse_response, Asked, Role};
+use crate::recv_buf::RecvBuf;
+
+/// What a [`Client`] reads from a connection, in order: for each request
+/// sent, any [`Interim`](Self::Interim) responses, then the final
+/// response's [`Head`](Self::Head), its body as [`Data`](Self::Data),
+/// [`Trailers`](Self::Trailers) if chunked ones came, and its
+/// [`End`](Self::End).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// A 1xx response other than 101 (`100 Continue`, `103 Early Hints`):
+    /// the final response is still to come.
+    Interim(Response),
+    /// A final response head, its body's framing decided for the request
+    /// it answers.
+    Head(Response),
+    /// Body bytes, as they arrived.
+    Data(Bytes),
+    /// A chunked body's trailer fields.
+    Trailers(Headers),
+    /// The response is complete. After one that closes the connection, a
+    /// 101 or a 2xx to a CONNECT, nothing more is parsed (the bytes after
+    /// it stay in the buffer for the next protocol).
+    End,
+}
+
+/// HTTP/1.1, client side: requests out, responses in, each response
+/// framed for the request it answers (no body after HEAD, a tunnel after
+/// a 2xx to CONNECT). Requests are pipelined in the order they are
+/// recorded: [`request`](Self::request) encodes one and records it; a
+/// proxy that forwards request heads as they came records each with
+/// [`expect_response`](Self::expect_response).
+///
+/// ```
+/// use cleave_proto::http1::{Body, Client, ClientEvent};
+/// use cleave_proto::Conn;
+/// use std::time::Duration;
+///
+/// let mut conn = Conn::new(Client::new(), Duration::ZERO);
+/// let head = conn.protocol_mut().request("HEAD", "/", &[("Host", b"example.com")], Body::Empty)?;
+/// conn.push(head).expect("room");
+/// conn.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 512\r\n\r\n", Duration::ZERO)?;
+/// let Some(ClientEvent::Head(response)) = conn.poll_event()? else { panic!() };
+/// assert_eq!(response.status(), 200);
+/// assert_eq!(conn.poll_event()?, Some(ClientEvent::End)); // no body after HEAD
+/// # Ok::<(), cleave_proto::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Client {
+    config: Http1Config,
+    state: State,
+    /// The requests sent whose responses have not come, oldest first.
+    asked: VecDeque<Asked>,
+    opened: bool,
+    received: u64,
+}
+
+#[derive(Clone, Debug)]
+enum State {
+    Head {
+        scan: BlockScan,
+        checked: usize,
+        start: u64,
+    },
+    Body {
+        body: Option<BodyState>,
+        last: bool,
+    },
+    Done,
+}
+
+impl Default for Client {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Client {
+    /// A client with the default limits ([`Http1Config`]).
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_config(Http1Config::default())
+    }
+
+    /// A client with the given limits and leniencies (a client talking to
+    /// a broken server may allow bare LF line ends, say).
+    #[must_use]
+    pub fn with_config(config: Http1Config) -> Self {
+        Self {
+            config,
+            state: fresh(0),
+            asked: VecDeque::new(),
+            opened: false,
+            received: 0,
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &Http1Config {
+        &self.config
+    }
+
+    /// Records that a request with `method` went out: the responses are
+    /// framed in this order (no body for HEAD, a tunnel after a 2xx to
+    /// CONNECT).
+    pub fn expect_response(&mut self, method: &str) {
+        self.asked.push_back(match method {
+            "HEAD" => Asked::Head,
+            "CONNECT" => Asked::Connect,
+            _ => Asked::Other,
+        });
+    }
+
+    /// How many requests wait for their response.
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.asked.len()
+    }
+
+    /// Encodes a request head (see [`encode::request`](crate::http1::request))
+    /// and records it: push the bytes on the connection's queue, then the
+    /// body.
+    ///
+    /// # Errors
+    ///
+    /// As [`request`](crate::http1::request); nothing is recorded then.
+    pub fn request(
+        &mut self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &[u8])],
+        body: Body,
+    ) -> Result<Bytes, Error> {
+        let head = encode::request(method, target, headers, body)?;
+        self.expect_response(method);
+        Ok(head)
+    }
+
+    fn head(&mut self, recv: &mut RecvBuf, eof: bool) -> Result<Option<ClientEvent>, Error> {
+        let State::Head {
+            scan,
+            checked,
+            start,
+        } = &mut self.state
+        else {
+            return Ok(None);
+        };
+        if *start != recv.offset() {
+            *scan = BlockScan::default();
+            *checked = 0;
+            *start = recv.offset();
+        }
+        let buf = recv.peek();
+        if buf.is_empty() {
+            if eof {
+                self.state = State::Done;
+            }
+            return Ok(None);
+        }
+        let found = scan
+            .scan(
+                buf,
+                self.config.get_allow_bare_lf(),
+                self.config.get_max_line(),
+                self.config.get_max_head(),
+                Limit::HeadLength,
+            )
+            .map_err(|bad| at(bad, recv))?;
+        let Some(len) = found else {
+            early_check(buf, *checked, Role::Response).map_err(|bad| at(bad, recv))?;
+            *checked = buf.len();
+            if eof {
+                return Err(truncated(recv));
+            }
+            return Ok(None);
+        };
+        // A response nobody asked for (a 408 before a close, say) is
+        // framed as one to a GET.
+        let asked = self.asked.front().copied().unwrap_or(Asked::Other);
+        let parts =
+            parse_response(&buf[..len], asked, &self.config).map_err(|bad| at(bad, recv))?;
+        let response = parts.into_response(recv.split_to(len)?);
+        self.opened = true;
+        if response.is_interim() {
+            self.state = fresh(recv.offset());
+            return Ok(Some(ClientEvent::Interim(response)));
+        }
+        self.asked.pop_front();
+        self.state = State::Body {
+            body: BodyState::new(parts.body),
+            last: !response.keep_alive(),
+        };
+        self.received = 0;
+        Ok(Some(ClientEvent::Head(response)))
+    }
+}
+
+fn fresh(start: u64) -> State {
+    State::Head {
+        scan: BlockScan::default(),
+        checked: 0,
+        start,
+    }
+}
+
+impl Protocol for Client {
+    type Event = ClientEvent;
+
+    fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<ClientEvent>, Error> {
+        let eof = wire.is_eof();
+        let recv = wire.recv();
+        let polled = match &mut self.state {
+            State::Head { .. } => self.head(recv, eof),
+            State::Body { body, last } => {
+                let last = *last;
+                let piece = match body {
+                    None => Ok(Some(Piece::End)),
+                    Some(body) => body.poll(recv, eof, &self.config, &mut self.received),
+                };
+                match piece {
+                    Ok(Some(Piece::Data(data))) => Ok(Some(ClientEvent::Data(data))),
+                    Ok(Some(Piece::Trailers(t))) => Ok(Some(ClientEvent::Trailers(t))),
+                    Ok(Some(Piece::End)) => {
+                        self.state = if last {
+                            State::Done
+                        } else {
+                            fresh(recv.offset())
+                        };
+                        Ok(Some(ClientEvent::End))
+                    }
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+            State::Done => Ok(None),
+        };
+        if polled.is_err() {
+            self.state = State::Done;
+        }
+        polled
+    }
+
+    fn phase(&self) -> Phase {
+        match self.state {
+            State::Done => Phase::Done,
+            _ if self.opened => Phase::Framing,
+            _ => Phase::Opening,
+        }
+    }
+}

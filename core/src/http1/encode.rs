@@ -1,0 +1,318 @@
+//! Heads, chunks and trailers out: validated so that what cleave sends
+//! cannot be read two ways (no CR or LF in a value, never both framings,
+//! no body where the status allows none), written with one allocation
+//! per head and none per chunk (the payload `Bytes` is never copied).
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::encoder::Frame;
+use crate::error::{Error, Misuse, Unencodable};
+use crate::http1::head::Body;
+use crate::http1::parse::is_token;
+
+/// `100 Continue`, for a request that [`expects_continue`]: push it on
+/// the urgent lane before reading the body.
+///
+/// [`expects_continue`]: crate::http1::Request::expects_continue
+pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+#[cold]
+fn refuse(why: Unencodable) -> Error {
+    Error::Misuse(Misuse::Unencodable(why))
+}
+
+/// Whether a value may be sent: HTAB, visible ASCII, space, and bytes
+/// past ASCII; never CR, LF, NUL or another control byte.
+fn is_value(value: &[u8]) -> bool {
+    value
+        .iter()
+        .all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
+/// The names a caller must not give: the body argument frames the
+/// message.
+fn is_framing(name: &str) -> bool {
+    name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding")
+}
+
+/// Checks the fields and returns the bytes they take (`name: value\r\n`
+/// each).
+fn fields_len(headers: &[(&str, &[u8])]) -> Result<usize, Error> {
+    let mut len = 0;
+    for (name, value) in headers {
+        if !is_token(name.as_bytes()) {
+            return Err(refuse(Unencodable::HttpToken));
+        }
+        if !is_value(value) {
+            return Err(refuse(Unencodable::HttpValue));
+        }
+        if is_framing(name) {
+            return Err(refuse(Unencodable::HttpFraming));
+        }
+        len += name.len() + 2 + value.len() + 2;
+    }
+    Ok(len)
+}
+
+fn put_fields(out: &mut BytesMut, headers: &[(&str, &[u8])]) {
+    for (name, value) in headers {
+        out.put_slice(name.as_bytes());
+        out.put_slice(b": ");
+        out.put_slice(value);
+        out.put_slice(b"\r\n");
+    }
+}
+
+/// A decimal number into `buf`, right-aligned: the digits.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// The framing header for `body`, or nothing.
+fn framing_field(body: Body, buf: &mut [u8; 20]) -> (&'static [u8], &[u8]) {
+    match body {
+        Body::Length(n) => (b"Content-Length: ", decimal(n, buf)),
+        Body::Chunked => (b"Transfer-Encoding: ", b"chunked"),
+        Body::Empty | Body::UntilClose => (b"", b""),
+    }
+}
+
+/// A request head: `method target HTTP/1.1`, the fields as given, then
+/// the framing header for `body` (Content-Length, or Transfer-Encoding:
+/// chunked; none for [`Body::Empty`]).
+///
+/// ```
+/// use cleave_proto::http1::{request, Body};
+///
+/// let head = request("POST", "/upload", &[("Host", b"example.com")], Body::Length(5))?;
+/// assert_eq!(head, "POST /upload HTTP/1.1\r\nHost: example.com\r\nContent-Length: 5\r\n\r\n");
+/// assert!(request("GET", "/", &[("X", b"a\r\nEvil: 1")], Body::Empty).is_err());
+/// # Ok::<(), cleave_proto::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// `Misuse::Unencodable` with [`HttpToken`](Unencodable::HttpToken) (a
+/// method or name not a token, a target empty or not visible ASCII),
+/// [`HttpValue`](Unencodable::HttpValue) (a control byte in a value),
+/// [`HttpFraming`](Unencodable::HttpFraming) (a framing field among the
+/// headers) or [`HttpBody`](Unencodable::HttpBody) (a request framed by
+/// the close).
+pub fn request(
+    method: &str,
+    target: &str,
+    headers: &[(&str, &[u8])],
+    body: Body,
+) -> Result<Bytes, Error> {
+    if !is_token(method.as_bytes())
+        || target.is_empty()
+        || !target.bytes().all(|b| (0x21..0x7f).contains(&b))
+    {
+        return Err(refuse(Unencodable::HttpToken));
+    }
+    if body == Body::UntilClose {
+        return Err(refuse(Unencodable::HttpBody));
+    }
+    let mut digits = [0; 20];
+    let (name, value) = framing_field(body, &mut digits);
+    let len =
+        method.len() + 1 + target.len() + 11 + fields_len(headers)? + name.len() + value.len() + 4;
+    let mut out = BytesMut::with_capacity(len);
+    out.put_slice(method.as_bytes());
+    out.put_u8(b' ');
+    out.put_slice(target.as_bytes());
+    out.put_slice(b" HTTP/1.1\r\n");
+    put_fields(&mut out, headers);
+    if !name.is_empty() {
+        out.put_slice(name);
+        out.put_slice(value);
+        out.put_slice(b"\r\n");
+    }
+    out.put_slice(b"\r\n");
+    Ok(out.freeze())
+}
+
+/// A response head: `HTTP/1.1 status reason`, the fields as given, then
+/// the framing header for `body`: Content-Length (0 for [`Body::Empty`]
+/// on a status that may carry a body, so the client does not read to the
+/// close), Transfer-Encoding: chunked, or none for
+/// [`Body::UntilClose`] (the caller closes after the body). To a HEAD,
+/// give the length the body would have, and send none.
+///
+/// ```
+/// use cleave_proto::http1::{response, Body};
+///
+/// let head = response(200, "OK", &[("Content-Type", b"text/plain")], Body::Chunked)?;
+/// assert_eq!(head, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n");
+/// assert_eq!(response(204, "No Content", &[], Body::Empty)?, "HTTP/1.1 204 No Content\r\n\r\n");
+/// assert!(response(204, "No Content", &[], Body::Length(3)).is_err());
+/// # Ok::<(), cleave_proto::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`request`], and [`HttpStatus`](Unencodable::HttpStatus) for a
+/// status outside 100 to 999, [`HttpBody`](Unencodable::HttpBody) for a
+/// body on a 1xx, 204 or 304.
+pub fn response(
+    status: u16,
+    reason: &str,
+    headers: &[(&str, &[u8])],
+    body: Body,
+) -> Result<Bytes, Error> {
+    if !(100..=999).contains(&status) {
+        return Err(refuse(Unencodable::HttpStatus));
+    }
+    if !is_value(reason.as_bytes()) {
+        return Err(refuse(Unencodable::HttpValue));
+    }
+    let bodiless = status < 200 || status == 204 || status == 304;
+    let body = match body {
+        Body::Empty if !bodiless => Body::Length(0),
+        Body::Empty => Body::Empty,
+        _ if bodiless => return Err(refuse(Unencodable::HttpBody)),
+        other => other,
+    };
+    let mut digits = [0; 20];
+    let (name, value) = framing_field(body, &mut digits);
+    let len = 13 + reason.len() + 2 + fields_len(headers)? + name.len() + value.len() + 4;
+    let mut out = BytesMut::with_capacity(len);
+    out.put_slice(b"HTTP/1.1 ");
+    let mut code = [0; 20];
+    out.put_slice(decimal(u64::from(status), &mut code));
+    out.put_u8(b' ');
+    out.put_slice(reason.as_bytes());
+    out.put_slice(b"\r\n");
+    put_fields(&mut out, headers);
+    if !name.is_empty() {
+        out.put_slice(name);
+        out.put_slice(value);
+        out.put_slice(b"\r\n");
+    }
+    out.put_slice(b"\r\n");
+    Ok(out.freeze())
+}
+
+/// One chunk of a chunked body: the size line and the CRLF after the data
+/// are the frame's inline framing, `data` its body, not copied.
+///
+/// ```
+/// use cleave_proto::http1::chunk;
+/// use cleave_proto::Bytes;
+///
+/// let frame = chunk(Bytes::from_static(b"hello world"))?;
+/// assert_eq!((frame.head(), &frame.body()[..], frame.tail()), (&b"b\r\n"[..], &b"hello world"[..], &b"\r\n"[..]));
+/// # Ok::<(), cleave_proto::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// `Unencodable::TooShort` for empty data: an empty chunk would end the
+/// body (use [`last_chunk`]).
+pub fn chunk(data: Bytes) -> Result<Frame, Error> {
+    if data.is_empty() {
+        return Err(refuse(Unencodable::TooShort { len: 0, min: 1 }));
+    }
+    let mut line = [0u8; 18];
+    let mut n = data.len() as u64;
+    let mut i = 16;
+    loop {
+        i -= 1;
+        line[i] = b"0123456789abcdef"[(n & 15) as usize];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    line[16] = b'\r';
+    line[17] = b'\n';
+    Ok(Frame::with_framing(&line[i..], data, b"\r\n"))
+}
+
+/// The last chunk and the trailer section that ends a chunked body.
+///
+/// ```
+/// use cleave_proto::http1::last_chunk;
+///
+/// assert_eq!(last_chunk(&[])?, "0\r\n\r\n");
+/// assert_eq!(last_chunk(&[("Digest", b"sha-256=abc")])?, "0\r\nDigest: sha-256=abc\r\n\r\n");
+/// assert!(last_chunk(&[("Content-Length", b"5")]).is_err());
+/// # Ok::<(), cleave_proto::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`request`]'s fields; a trailer that would frame or route the
+/// message (Content-Length, Transfer-Encoding, Host, Trailer) is
+/// [`HttpFraming`](Unencodable::HttpFraming).
+pub fn last_chunk(trailers: &[(&str, &[u8])]) -> Result<Bytes, Error> {
+    if trailers.is_empty() {
+        return Ok(Bytes::from_static(b"0\r\n\r\n"));
+    }
+    if trailers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host") || name.eq_ignore_ascii_case("trailer"))
+    {
+        return Err(refuse(Unencodable::HttpFraming));
+    }
+    let len = 3 + fields_len(trailers)? + 2;
+    let mut out = BytesMut::with_capacity(len);
+    out.put_slice(b"0\r\n");
+    put_fields(&mut out, trailers);
+    out.put_slice(b"\r\n");
+    Ok(out.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http1::parse::TOKEN;
+
+    #[test]
+    fn chunk_sizes_in_hex() {
+        for len in [1usize, 15, 16, 255, 4096, 65_535, 1 << 20] {
+            let frame = chunk(Bytes::from(alloc::vec![b'x'; len])).unwrap();
+            let line = core::str::from_utf8(frame.head()).unwrap();
+            assert_eq!(usize::from_str_radix(line.trim_end(), 16).unwrap(), len);
+            assert!(line.ends_with("\r\n"));
+        }
+    }
+
+    #[test]
+    fn refuses_injection_in_every_part() {
+        assert!(request("GE T", "/", &[], Body::Empty).is_err());
+        assert!(request("GET", "/a b", &[], Body::Empty).is_err());
+        assert!(request("GET", "", &[], Body::Empty).is_err());
+        assert!(request("GET", "/", &[("Na me", b"v")], Body::Empty).is_err());
+        assert!(request("GET", "/", &[("Name", b"v\n")], Body::Empty).is_err());
+        assert!(request("GET", "/", &[("Name", b"v\0")], Body::Empty).is_err());
+        assert!(request(
+            "POST",
+            "/",
+            &[("transfer-encoding", b"chunked")],
+            Body::Length(1)
+        )
+        .is_err());
+        assert!(response(200, "OK\r\nX: y", &[], Body::Empty).is_err());
+        assert!(response(99, "", &[], Body::Empty).is_err());
+        assert!(response(304, "Not Modified", &[], Body::Chunked).is_err());
+        assert!(last_chunk(&[("Transfer-Encoding", b"chunked")]).is_err());
+    }
+
+    #[test]
+    fn token_table_matches_the_rfc() {
+        let tchar =
+            b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        for b in 0..=255u8 {
+            assert_eq!(TOKEN[usize::from(b)], tchar.contains(&b), "byte {b:#x}");
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! [`Server`]: the protocol of a connection that receives requests.
+
+use bytes::Bytes;
+
+use crate::conn::{Phase, Protocol, Wire};
+use crate::error::{Error, Limit};
+use crate::http1::body::{at, truncated, BodyState, Piece};
+use crate::http1::config::Http1Config;
+use crate::http1::head::{Headers, Request};
+use crate::http1::lines::BlockScan;
+use crate::http1::parse::{early_check, parse_request, Role};
+use crate::recv_buf::RecvBuf;
+
+/// What a [`Server`] reads from a connection, in order: for each request
+/// its [`Head`](Self::Head), its body as [`Data`](Self::Data) (views of
+/// the receive buffer), its [`Trailers`](Self::Trailers) if chunked ones
+/// came, and its [`End`](Self::End).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerEvent {
+    /// A request head, with its body's framing decided.
+    Head(Request),
+    /// Body bytes, as they arrived (never copied, never a whole chunk
+    /// held back).
+    Data(Bytes),
+    /// A chunked body's trailer fields.
+    Trailers(Headers),
+    /// The request is complete. After a request that closes the
+    /// connection (`Connection: close`, HTTP/1.0 without keep-alive), an
+    /// upgrade or a CONNECT, nothing more is parsed.
+    End,
+}
+
+/// HTTP/1.1, server side: requests in, with their bodies framed strictly
+/// (RFC 9112), one after the other (pipelined requests each framed by
+/// their own head). The responses are the application's, pushed on the
+/// connection's queue in the order of the requests (see
+/// [`response`](crate::http1::response)).
+///
+/// Strict as a server must be: a request that could be read two ways (a
+/// smuggling vector) ends the connection with a typed error (see
+/// [`status_for`](crate::http1::status_for) for the status to answer), the
+/// bytes from the bad request on stay in the buffer, and nothing after it
+/// is parsed.
+///
+/// ```
+/// use cleave_proto::http1::{Body, Server, ServerEvent};
+/// use cleave_proto::Conn;
+/// use std::time::Duration;
+///
+/// let mut conn = Conn::new(Server::new(), Duration::ZERO);
+/// conn.feed(
+///     b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
+///     Duration::ZERO,
+/// )?;
+/// let Some(ServerEvent::Head(post)) = conn.poll_event()? else { panic!() };
+/// assert_eq!((post.method(), post.target(), post.body()), ("POST", "/a", Body::Length(5)));
+/// assert_eq!(conn.poll_event()?, Some(ServerEvent::Data("hello".into())));
+/// assert_eq!(conn.poll_event()?, Some(ServerEvent::End));
+/// let Some(ServerEvent::Head(get)) = conn.poll_event()? else { panic!() };
+/// assert_eq!(get.target(), "/b");
+/// assert_eq!(conn.poll_event()?, Some(ServerEvent::End));
+/// assert_eq!(conn.poll_event()?, None);
+/// # Ok::<(), cleave_proto::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Server {
+    config: Http1Config,
+    state: State,
+    /// A request head came: the connection is past its opening.
+    opened: bool,
+    /// Body bytes of the current request, against the limit.
+    received: u64,
+}
+
+#[derive(Clone, Debug)]
+enum State {
+    /// Reading a head: the search so far, the bytes judged early, and
+    /// where in the stream the head starts.
+    Head {
+        scan: BlockScan,
+        checked: usize,
+        start: u64,
+    },
+    /// Reading a body (`None`: none); `last` says whether parsing stops
+    /// after it.
+    Body { body: Option<BodyState>, last: Last },
+    /// Nothing more is parsed.
+    Done(Last),
+}
+
+/// Why parsing stops after a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Last {
+    /// It does not: keep-alive.
+    No,
+    /// The connection closes after it (or the stream ended, or failed).
+    Close,
+    /// It asked to switch protocols (an upgrade, a CONNECT): the
+    /// application decides.
+    Switch,
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Server {
+    /// A server with the default limits ([`Http1Config`]).
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_config(Http1Config::default())
+    }
+
+    /// A server with the given limits and leniencies.
+    #[must_use]
+    pub fn with_config(config: Http1Config) -> Self {
+        Self {
+            config,
+            state: State::Head {
+                scan: BlockScan::default(),
+                checked: 0,
+                start: 0,
+            },
+            opened: false,
+            received: 0,
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &Http1Config {
+        &self.config
+    }
+
+    /// Whether parsing stopped after a request that asked to switch
+    /// protocols (an upgrade, or a CONNECT): answer 101 (or 2xx) and
+    /// [`switch`](crate::Conn::switch) the connection to the next
+    /// protocol, with the bytes after the request in place; or decline
+    /// with a final response and [`resume`](Self::resume).
+    #[must_use]
+    pub fn is_switch_pending(&self) -> bool {
+        matches!(self.state, State::Done(Last::Switch))
+    }
+
+    /// Parses requests again after a declined upgrade or CONNECT. Does
+    /// nothing otherwise.
+    pub fn resume(&mut self) {
+        if self.is_switch_pending() {
+            self.state = fresh(0);
+        }
+    }
+
+    fn head(&mut self, recv: &mut RecvBuf, eof: bool) -> Result<Option<ServerEvent>, Error> {
+        let bare_lf = self.config.get_allow_bare_lf();
+        // Empty lines before a request line are ignored (RFC 9112,
+        // section 2.2).
+        loop {
+            match recv.peek() {
+                [b'\r', b'\n', ..] => recv.advance(2)?,
+                [b'\n', ..] if bare_lf => recv.advance(1)?,
+                _ => break,
+            }
+        }
+        let State::Head {
+            scan,
+            checked,
+            start,
+        } = &mut self.state
+        else {
+            return Ok(None);
+        };
+        if *start != recv.offset() {
+            // A new head, or bytes taken by someone else: start over.
+            *scan = BlockScan::default();
+            *checked = 0;
+            *start = recv.offset();
+        }
+        let buf = recv.peek();
+        if buf.is_empty() {
+            if eof {
+                self.state = State::Done(Last::Close);
+            }
+            return Ok(None);
+        }
+        let found = scan
+            .scan(
+                buf,
+                bare_lf,
+                self.config.get_max_line(),
+                self.config.get_max_head(),
+                Limit::HeadLength,
+            )
+            .map_err(|bad| at(bad, recv))?;
+        let Some(len) = found else {
+            early_check(buf, *checked, Role::Request).map_err(|bad| at(bad, recv))?;
+            *checked = buf.len();
+            if eof {
+                return Err(truncated(recv));
+            }
+            return Ok(None);
+        };
+        let parts = parse_request(&buf[..len], &self.config).map_err(|bad| at(bad, recv))?;
+        let request = parts.into_request(recv.split_to(len)?);
+        let last = if request.is_upgrade() || request.is_connect() {
+            Last::Switch
+        } else if request.keep_alive() {
+            Last::No
+        } else {
+            Last::Close
+        };
+        self.state = State::Body {
+            body: BodyState::new(parts.body),
+            last,
+        };
+        self.opened = true;
+        self.received = 0;
+        Ok(Some(ServerEvent::Head(request)))
+    }
+}
+
+/// The state before a head that starts at `start`.
+fn fresh(start: u64) -> State {
+    State::Head {
+        scan: BlockScan::default(),
+        checked: 0,
+        start,
+    }
+}
+
+impl Protocol for Server {
+    type Event = ServerEvent;
+
+    fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<ServerEvent>, Error> {
+        let eof = wire.is_eof();
+        let recv = wire.recv();
+        let polled = match &mut self.state {
+            State::Head { .. } => self.head(recv, eof),
+            State::Body { body, last } => {
+                let last = *last;
+                let piece = match body {
+                    None => Ok(Some(Piece::End)),
+                    Some(body) => body.poll(recv, eof, &self.config, &mut self.received),
+                };
+                match piece {
+                    Ok(Some(Piece::Data(data))) => Ok(Some(ServerEvent::Data(data))),
+                    Ok(Some(Piece::Trailers(t))) => Ok(Some(ServerEvent::Trailers(t))),
+                    Ok(Some(Piece::End)) => {
+                        self.state = match last {
+                            Last::No => fresh(recv.offset()),
+                            last => State::Done(last),
+                        };
+                        Ok(Some(ServerEvent::End))
+                    }
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+            State::Done(_) => Ok(None),
+        };
+        if polled.is_err() {
+            self.state = State::Done(Last::Close);
+        }
+        polled
+    }
+
+    fn phase(&self) -> Phase {
+        match self.state {
+            State::Done(_) => Phase::Done,
+            _ if self.opened => Phase::Framing,
+            _ => Phase::Opening,
+        }
+    }
+}
