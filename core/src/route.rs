@@ -386,6 +386,56 @@ impl<T: Clone> Router<T> {
         self.decide(state, data, forced)
     }
 
+    /// Where one HTTP request goes, judged by its own head: the first rule
+    /// that an HTTP request can match ([`Match::HttpHost`] against its
+    /// Host without the port, [`Match::HttpUpgrade`], [`Match::Http`])
+    /// and does, or the fallback; the index of that rule. TLS and prefix
+    /// rules say nothing about a request and are passed over. For a
+    /// keep-alive connection that must route each request by its own Host
+    /// (see [`http1::Routed`](crate::http1::Routed)), not by the first.
+    ///
+    /// ```
+    /// use cleave_proto::route::{HostPattern, Match, Router};
+    /// use cleave_proto::http1::{Server, ServerEvent};
+    /// use cleave_proto::Conn;
+    /// use std::time::Duration;
+    ///
+    /// let router = Router::new("default").rule(Match::HttpHost(HostPattern::new("*.example.com")), "example");
+    /// let mut conn = Conn::new(Server::new(), Duration::ZERO);
+    /// conn.feed(b"GET / HTTP/1.1\r\nHost: www.example.com:8080\r\n\r\n", Duration::ZERO)?;
+    /// let Some(ServerEvent::Head(request)) = conn.poll_event()? else { panic!() };
+    /// assert_eq!(router.route_request(&request), (&"example", Some(0)));
+    /// # Ok::<(), cleave_proto::Error>(())
+    /// ```
+    #[must_use]
+    pub fn route_request(&self, request: &crate::http1::Request) -> (&T, Option<usize>) {
+        // The name without the port (patterns compare without case: no
+        // copy).
+        let name = request.host().map(|host| match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(v6),
+            None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+        });
+        for (i, (when, target)) in self.rules.iter().enumerate() {
+            let matched = match when {
+                Match::Http => true,
+                Match::HttpHost(pattern) => name.is_some_and(|n| pattern.matches(n)),
+                Match::HttpUpgrade(protocol) => {
+                    request.is_upgrade()
+                        && protocol.as_deref().is_none_or(|p| {
+                            request
+                                .upgrade()
+                                .is_some_and(|u| u.eq_ignore_ascii_case(p.as_bytes()))
+                        })
+                }
+                _ => false,
+            };
+            if matched {
+                return (target, Some(i));
+            }
+        }
+        (&self.fallback, None)
+    }
+
     /// Decides for a connection whose stream ended after `data`: rules that
     /// cannot tell count as not matching.
     #[must_use]

@@ -67,12 +67,14 @@ mod head;
 pub(crate) mod host;
 mod lines;
 mod parse;
+mod routed;
 mod server;
 
 pub use client::{Client, ClientEvent};
 pub use config::{Http1Config, MAX_HEADERS};
 pub use encode::{chunk, last_chunk, request, response, CONTINUE};
 pub use head::{Body, Header, HeaderIter, Headers, Request, Response, Version};
+pub use routed::{PerRequest, Routed, RoutedEvent};
 pub use server::{Server, ServerEvent};
 
 use crate::error::{Error, HttpField, InvalidInput, Limit, Timeout};
