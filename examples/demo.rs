@@ -44,6 +44,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cleave_examples::http_proxy;
 use cleave_proto::route::{Facts, HostPattern, Match, Router};
 use cleave_proto::sniff::{http, Sniff};
 use cleave_proto::{
@@ -212,6 +213,14 @@ impl Proxy {
                 Event::Routed(decision) => {
                     trace.route = Some(decision.target);
                     trace.why = format!("{}, {:?}", describe(&decision.facts), decision.reason);
+                    if matches!(decision.facts, Facts::Http(_)) {
+                        // HTTP: every request goes where its own Host
+                        // routes, not where the first one did.
+                        let addrs: Vec<_> = self.backends.iter().map(|b| b.addr).collect();
+                        let client = http_proxy::routed(events, self.router.clone());
+                        let moved = http_proxy::serve(client, &addrs).await?;
+                        return Ok((moved.up, moved.down));
+                    }
                     let target = self.backends.get(decision.target).ok_or("bad target")?;
                     let addr = target.addr.ok_or("no route matched and no --fallback")?;
                     let socket = TcpStream::connect(addr).await?;

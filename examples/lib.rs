@@ -1,1 +1,3 @@
 //! Runnable examples of cleave; see the `[[example]]` entries in Cargo.toml.
+
+pub mod http_proxy;

@@ -1,0 +1,277 @@
+//! HTTP proxying per request, for the demo: after the router recognised
+//! HTTP, every request on the client's keep-alive connection goes to the
+//! backend its own Host routes to ([`Routed`]), over a keep-alive
+//! connection of the proxy's to that backend ([`Client`]); responses come
+//! back in order. A request is never sent to the backend of the one
+//! before it.
+//!
+//! ```text
+//!   client ── Connection<Routed<usize>> ── Head{target} ─> backend[target]: Connection<Client>
+//!                                          Data / End  ─> the same backend (re-chunked if chunked)
+//!          <─ response head, body, end ───────────────── backend[target]
+//! ```
+
+use std::io;
+use std::net::SocketAddr;
+
+use cleave_proto::http1::{
+    self, Body, Client, ClientEvent, Headers, PerRequest, Routed, RoutedEvent,
+};
+use cleave_proto::{Bytes, Conn, Frame, Protocol};
+use cleave_tokio::{tunnel, ConnError, Connection, Reset};
+use futures_util::StreamExt;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+/// Any error of the proxy's.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What one client connection moved: requests, bytes up and down.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Moved {
+    /// Requests forwarded.
+    pub requests: u64,
+    /// Bytes sent to backends.
+    pub up: u64,
+    /// Bytes sent to the client.
+    pub down: u64,
+}
+
+/// A body's bytes as they go out: as they came for a Content-Length body,
+/// as chunks again for a chunked one.
+fn body_piece(data: Bytes, chunked: bool) -> Result<Frame, BoxError> {
+    Ok(if chunked {
+        http1::chunk(data)?
+    } else {
+        Frame::from(data)
+    })
+}
+
+/// The last chunk with the trailers that came.
+fn last_chunk(trailers: Option<&Headers>) -> Result<Bytes, BoxError> {
+    let fields: Vec<(&str, &[u8])> = trailers.map_or_else(Vec::new, |t| {
+        t.iter().map(|h| (h.name(), h.value())).collect()
+    });
+    Ok(http1::last_chunk(&fields)?)
+}
+
+/// Proxies the requests of `client` (whose first bytes the router saw as
+/// HTTP: nothing was taken from its buffer) one by one, each to
+/// `backends[target]` for the target its Host routes to; `None` there
+/// answers 502. Ends when the client ends, asks to close, or after a
+/// protocol switch (then the two sockets are tunnelled).
+///
+/// # Errors
+///
+/// The client's or a backend's I/O errors, and protocol errors (a
+/// refused request is answered with its status first).
+pub async fn serve<S>(
+    mut client: Connection<S, Routed<usize>>,
+    backends: &[Option<SocketAddr>],
+) -> Result<Moved, BoxError>
+where
+    S: AsyncRead + AsyncWrite + Reset + Unpin,
+{
+    let mut open: Vec<Option<Connection<TcpStream, Client>>> =
+        backends.iter().map(|_| None).collect();
+    let mut moved = Moved::default();
+    // The request being forwarded: its backend and whether it is chunked.
+    let mut current: Option<(usize, bool)> = None;
+    let mut trailers = None;
+    while let Some(event) = client.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(ConnError::Protocol(e)) => {
+                if let Some(status) = http1::status_for(&e) {
+                    let head = http1::response(
+                        status,
+                        "Bad Request",
+                        &[("Connection", b"close")],
+                        Body::Empty,
+                    )?;
+                    client.send(head).await?;
+                    client.close().await?;
+                }
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        match event {
+            RoutedEvent::Head {
+                request, target, ..
+            } => {
+                let Some(backend) = backend(&mut open, backends, target).await? else {
+                    let head = http1::response(
+                        502,
+                        "Bad Gateway",
+                        &[("Connection", b"close")],
+                        Body::Empty,
+                    )?;
+                    client.send(head).await?;
+                    client.close().await?;
+                    return Ok(moved);
+                };
+                backend
+                    .conn_mut()
+                    .protocol_mut()
+                    .expect_response(request.method());
+                moved.up += request.as_bytes().len() as u64;
+                backend.send(request.as_bytes().clone()).await?;
+                current = Some((target, request.body() == Body::Chunked));
+                moved.requests += 1;
+            }
+            RoutedEvent::Data(data) => {
+                let (target, chunked) = current.ok_or("body outside a request")?;
+                let backend = open[target].as_mut().ok_or("no backend")?;
+                moved.up += data.len() as u64;
+                backend.send(body_piece(data, chunked)?).await?;
+            }
+            RoutedEvent::Trailers(t) => trailers = Some(t),
+            RoutedEvent::End => {
+                let (target, chunked) = current.take().ok_or("end outside a request")?;
+                let backend = open[target].as_mut().ok_or("no backend")?;
+                if chunked {
+                    backend.send(last_chunk(trailers.take().as_ref())?).await?;
+                }
+                backend.flush().await?;
+                let relayed = relay_response(backend, &mut client, &mut moved).await?;
+                match relayed {
+                    After::KeepAlive => {}
+                    After::ClientCloses => {
+                        client.close().await?;
+                        return Ok(moved);
+                    }
+                    After::Switch => {
+                        let backend = open[target].take().ok_or("no backend")?;
+                        let (mut backend_io, backend_conn) = backend.into_parts();
+                        let (mut client_io, client_conn) = client.into_parts();
+                        // Bytes either side already read past the heads go
+                        // first: the backend's to the client, the client's
+                        // to the backend.
+                        let early = client_conn.recv_buf().peek().to_vec();
+                        let late = backend_conn.recv_buf().peek().to_vec();
+                        if !late.is_empty() {
+                            tokio::io::AsyncWriteExt::write_all(&mut client_io, &late).await?;
+                        }
+                        let (up, down) =
+                            tunnel(&mut client_io, &mut backend_io, Bytes::from(early)).await?;
+                        moved.up += up;
+                        moved.down += down + late.len() as u64;
+                        return Ok(moved);
+                    }
+                }
+            }
+            RoutedEvent::Misdirected { .. } => {
+                let head = http1::response(
+                    421,
+                    "Misdirected Request",
+                    &[("Connection", b"close")],
+                    Body::Empty,
+                )?;
+                client.send(head).await?;
+                client.close().await?;
+                return Ok(moved);
+            }
+        }
+    }
+    Ok(moved)
+}
+
+/// The open connection to `target`'s backend, connecting if needed;
+/// `None` when the target has no address.
+async fn backend<'a>(
+    open: &'a mut [Option<Connection<TcpStream, Client>>],
+    backends: &[Option<SocketAddr>],
+    target: usize,
+) -> io::Result<Option<&'a mut Connection<TcpStream, Client>>> {
+    let Some(addr) = backends.get(target).copied().flatten() else {
+        return Ok(None);
+    };
+    let slot = open.get_mut(target).ok_or(io::ErrorKind::NotFound)?;
+    if slot.is_none() {
+        let socket = TcpStream::connect(addr).await?;
+        socket.set_nodelay(true)?;
+        *slot = Some(Connection::new(socket, Client::new()));
+    }
+    Ok(slot.as_mut())
+}
+
+/// What follows a relayed response.
+enum After {
+    /// Both connections go on.
+    KeepAlive,
+    /// The client's connection ends: its request or the response said so
+    /// (the response's `Connection: close` goes to the client as it came,
+    /// so the client's connection closes with the backend's), or the body
+    /// ran to the backend's close.
+    ClientCloses,
+    /// A 101 or a 2xx to CONNECT: tunnel the two.
+    Switch,
+}
+
+/// Copies one response (interim ones first) from `backend` to `client`.
+async fn relay_response<S>(
+    backend: &mut Connection<TcpStream, Client>,
+    client: &mut Connection<S, Routed<usize>>,
+    moved: &mut Moved,
+) -> Result<After, BoxError>
+where
+    S: AsyncRead + AsyncWrite + Reset + Unpin,
+{
+    let mut chunked = false;
+    let mut after = After::KeepAlive;
+    let mut trailers = None;
+    while let Some(event) = backend.next().await {
+        match event? {
+            ClientEvent::Interim(response) => {
+                moved.down += response.as_bytes().len() as u64;
+                client.send(response.into_bytes()).await?;
+            }
+            ClientEvent::Head(response) => {
+                chunked = response.body() == Body::Chunked;
+                after = if response.switches() {
+                    After::Switch
+                } else if !response.keep_alive() {
+                    After::ClientCloses
+                } else {
+                    After::KeepAlive
+                };
+                moved.down += response.as_bytes().len() as u64;
+                client.send(response.into_bytes()).await?;
+            }
+            ClientEvent::Data(data) => {
+                moved.down += data.len() as u64;
+                client.send(body_piece(data, chunked)?).await?;
+            }
+            ClientEvent::Trailers(t) => trailers = Some(t),
+            ClientEvent::End => {
+                if chunked {
+                    client.send(last_chunk(trailers.as_ref())?).await?;
+                }
+                client.flush().await?;
+                if !client_keeps_alive(client.conn()) && matches!(after, After::KeepAlive) {
+                    return Ok(After::ClientCloses);
+                }
+                return Ok(after);
+            }
+        }
+    }
+    Err("the backend closed before its response ended".into())
+}
+
+/// Whether the client's connection goes on: its server side did not stop
+/// after this request (a `Connection: close`, HTTP/1.0).
+fn client_keeps_alive<S: Protocol>(conn: &Conn<S>) -> bool {
+    !conn.is_read_done()
+}
+
+/// The routed connection for a client the router saw as HTTP.
+pub fn routed<S>(
+    client: Connection<S, impl Protocol>,
+    router: cleave_proto::route::Router<usize>,
+) -> Connection<S, Routed<usize>>
+where
+    S: AsyncRead + AsyncWrite + Reset + Unpin,
+{
+    client.switch(|_| Routed::new(router, PerRequest::Follow))
+}
