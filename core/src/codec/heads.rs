@@ -1,45 +1,42 @@
 //! [`Heads`]: HTTP/1.x request heads as frames, for a protocol switch
 //! after a head (an Upgrade, a CONNECT).
 //!
-//! It reads heads with the resumable HTTP sniffer's parser (httparse and
-//! the Host checks of [`sniff::http`](crate::sniff::http)), so a routed
-//! connection and a framed one agree on what a head is.
+//! It reads heads with the HTTP/1.1 server's head parser
+//! ([`http1`](crate::http1)), with its strict checks: a head a
+//! [`Server`](crate::http1::Server) would refuse is refused here too.
 
 use bytes::Bytes;
 
 use crate::decoder::{Cut, Decoder, Latch, Step};
-use crate::error::{Error, HttpField, InvalidInput};
+use crate::error::Error;
+use crate::http1::reader::HeadReader;
+use crate::http1::Http1Config;
 use crate::recv_buf::RecvBuf;
-use crate::sniff::http::{self, Sniffer, DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS};
-use crate::sniff::Sniff;
+use crate::sniff::http::{check_limits, DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS};
 
 /// A decoder of request heads, for a [`Session`](crate::Session) that
 /// takes an HTTP request's head as a frame, then switches to raw bytes on
 /// an upgrade ([`is_upgrade_head`](crate::sniff::http::is_upgrade_head)).
 ///
 /// Each item is one whole head, `\r\n\r\n` included, as a `Bytes` view of
-/// the buffer. Bodies are not framed: use it for a protocol switch, not for
-/// requests with bodies.
+/// the buffer (empty lines before it are skipped). Bodies are not framed:
+/// use it for a protocol switch, not for requests with bodies (for those,
+/// [`http1::Server`](crate::http1::Server)).
 #[derive(Clone, Debug)]
 pub struct Heads {
-    max_head: usize,
-    max_headers: usize,
-    /// The sniffer of the head being read, and the stream offset where that
-    /// head starts: a head trickled in pieces is looked at once.
-    sniffer: Sniffer,
-    start: u64,
+    config: Http1Config,
+    reader: HeadReader,
     latch: Latch,
 }
 
 impl Default for Heads {
     fn default() -> Self {
-        Self {
-            max_head: DEFAULT_MAX_HEAD,
-            max_headers: DEFAULT_MAX_HEADERS,
-            sniffer: Sniffer::new(),
-            start: 0,
+        // The sniffer's defaults are within the head parser's ranges.
+        Self::new(DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS).unwrap_or_else(|_| Self {
+            config: Http1Config::default(),
+            reader: HeadReader::default(),
             latch: Latch::default(),
-        }
+        })
     }
 }
 
@@ -50,40 +47,27 @@ impl Heads {
     ///
     /// As [`RouterConfig::http_limits`](crate::route::RouterConfig::http_limits).
     pub fn new(max_head: usize, max_headers: usize) -> Result<Self, Error> {
-        http::check_limits(max_head, max_headers)?;
+        check_limits(max_head, max_headers)?;
+        let config = Http1Config::default()
+            .max_head(max_head)?
+            .max_headers(max_headers)?
+            .max_line(max_head.max(16))?;
         Ok(Self {
-            max_head,
-            max_headers,
-            sniffer: Sniffer::new(),
-            start: 0,
+            config,
+            reader: HeadReader::default(),
             latch: Latch::default(),
         })
     }
 
     fn step(&mut self, buf: &RecvBuf) -> Step {
-        if buf.offset() != self.start {
-            // A new head (or another buffer): start over.
-            self.sniffer = Sniffer::new();
-            self.start = buf.offset();
-        }
-        match self
-            .sniffer
-            .sniff(buf.peek(), self.max_head, self.max_headers)
-        {
-            &Sniff::Match { len, .. } => Step::Frame(Cut {
-                skip: 0,
+        match self.reader.poll(buf, &self.config) {
+            Ok(Some((skip, len))) => Step::Frame(Cut {
+                skip,
                 len,
                 trail: 0,
             }),
-            Sniff::NeedMore => Step::NeedMore,
-            Sniff::NoMatch => self.latch.failed(Error::InvalidInput {
-                kind: InvalidInput::Http(HttpField::Head),
-                offset: buf.offset(),
-            }),
-            Sniff::Invalid(e) => {
-                let e = e.clone().shifted(buf.offset());
-                self.latch.failed(e)
-            }
+            Ok(None) => Step::NeedMore,
+            Err(e) => self.latch.failed(e),
         }
     }
 }
@@ -93,8 +77,12 @@ impl Decoder for Heads {
 
     /// # Errors
     ///
-    /// [`HttpField::Head`] when the bytes are not a request head, and
-    /// [`Limit::SniffBudget`](crate::Limit::SniffBudget) past the limits; final.
+    /// What the HTTP/1.1 server refuses in a head
+    /// ([`InvalidInput::Http`](crate::InvalidInput::Http) with the
+    /// [`HttpField`](crate::HttpField)), and
+    /// [`Limit::HeadLength`](crate::Limit::HeadLength) or
+    /// [`Limit::HeaderCount`](crate::Limit::HeaderCount) past the limits;
+    /// final.
     fn decode(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
         let step = self.step(buf);

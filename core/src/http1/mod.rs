@@ -67,6 +67,7 @@ mod head;
 pub(crate) mod host;
 mod lines;
 mod parse;
+pub(crate) mod reader;
 mod routed;
 mod server;
 
