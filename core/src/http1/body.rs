@@ -86,8 +86,15 @@ impl BodyState {
                 if recv.is_empty() {
                     return Ok(eof.then_some(Piece::End));
                 }
-                let data = recv.split_to(recv.len())?;
-                count(received, data.len(), config, recv)?;
+                // Up to the limit, then the error with the bytes past it
+                // still buffered: the same however the bytes came.
+                let room = room(*received, config);
+                if room == 0 {
+                    return Err(over_body(config, *received, recv.len() as u64, recv));
+                }
+                let n = usize::try_from(room).unwrap_or(usize::MAX).min(recv.len());
+                let data = recv.split_to(n)?;
+                *received = received.saturating_add(data.len() as u64);
                 Ok(Some(Piece::Data(data)))
             }
             Self::Chunked(chunked) => {
@@ -123,17 +130,22 @@ pub(crate) fn truncated(recv: &mut RecvBuf) -> Error {
     }
 }
 
-/// Adds `n` body bytes, against the configured limit.
-fn count(received: &mut u64, n: usize, config: &Http1Config, recv: &RecvBuf) -> Result<(), Error> {
-    *received = received.saturating_add(n as u64);
-    match config.get_max_body() {
-        Some(max) if *received > max => Err(Error::LimitExceeded {
-            limit: Limit::BodyLength,
-            max,
-            attempted: *received,
-            offset: recv.offset(),
-        }),
-        _ => Ok(()),
+/// How many more body bytes the configured limit allows.
+fn room(received: u64, config: &Http1Config) -> u64 {
+    config
+        .get_max_body()
+        .map_or(u64::MAX, |max| max.saturating_sub(received))
+}
+
+/// `more` body bytes past the `received` ones would pass the limit: the
+/// error at the start of the buffer, where they are.
+#[cold]
+fn over_body(config: &Http1Config, received: u64, more: u64, recv: &RecvBuf) -> Error {
+    Error::LimitExceeded {
+        limit: Limit::BodyLength,
+        max: config.get_max_body().unwrap_or(u64::MAX),
+        attempted: received.saturating_add(more),
+        offset: recv.offset(),
     }
 }
 
@@ -154,17 +166,29 @@ impl Chunked {
             match self.step {
                 Step::Size { scanned } => {
                     let buf = recv.peek();
-                    let Some(lf) = memchr::memchr(b'\n', &buf[scanned..]).map(|i| scanned + i)
-                    else {
+                    // The longest a size line may run before its LF: the
+                    // size and the extension bytes left.
+                    let budget = config
+                        .get_max_chunk_extensions()
+                        .saturating_sub(self.extensions);
+                    let most = usize::try_from(budget.saturating_add(18)).unwrap_or(usize::MAX);
+                    let found = memchr::memchr(b'\n', &buf[scanned..]).map(|i| scanned + i);
+                    let Some(lf) = found.filter(|&lf| lf <= most) else {
                         // Judge what came so far: garbage fails now, not
-                        // at the limit.
-                        let partial = buf.strip_suffix(b"\r").unwrap_or(buf);
+                        // at the limit. Only the bytes a reader fed byte
+                        // by byte had when it reached the limit count, so
+                        // that the verdict does not depend on how they
+                        // came.
+                        let seen = &buf[..buf.len().min(most.saturating_add(1))];
+                        let partial = seen.strip_suffix(b"\r").unwrap_or(seen);
                         size_line(partial, config, true).map_err(|bad| at(bad, recv))?;
-                        let budget = config
-                            .get_max_chunk_extensions()
-                            .saturating_sub(self.extensions);
-                        if buf.len() as u64 > budget.saturating_add(18) {
-                            return Err(ext_limit(config, self.extensions, buf.len() as u64, recv));
+                        if seen.len() > most {
+                            return Err(ext_limit(
+                                config,
+                                self.extensions,
+                                seen.len() as u64,
+                                recv,
+                            ));
                         }
                         if eof {
                             return Err(truncated(recv));
@@ -192,6 +216,12 @@ impl Chunked {
                     if self.extensions > config.get_max_chunk_extensions() {
                         return Err(ext_limit(config, 0, self.extensions, recv));
                     }
+                    // A chunk declares its size: one past the limit is
+                    // refused at its size line, before any of its data is
+                    // taken, the same however the bytes come.
+                    if size > room(*received, config) {
+                        return Err(over_body(config, *received, size, recv));
+                    }
                     recv.advance(lf + 1)?;
                     self.step = if size == 0 {
                         Step::Trailers(BlockScan::default())
@@ -203,7 +233,8 @@ impl Chunked {
                     let Some(data) = take(recv, remaining, eof)? else {
                         return Ok(None);
                     };
-                    count(received, data.len(), config, recv)?;
+                    // Within the limit: the size line was checked.
+                    *received = received.saturating_add(data.len() as u64);
                     let left = remaining - data.len() as u64;
                     self.step = if left == 0 {
                         Step::DataEnd

@@ -6,13 +6,13 @@ use alloc::collections::VecDeque;
 use bytes::Bytes;
 
 use crate::conn::{Phase, Protocol, Wire};
-use crate::error::{Error, Limit};
-use crate::http1::body::{at, truncated, BodyState, Piece};
+use crate::error::Error;
+use crate::http1::body::{truncated, BodyState, Piece};
 use crate::http1::config::Http1Config;
 use crate::http1::encode;
 use crate::http1::head::{Body, Headers, Response};
-use crate::http1::lines::BlockScan;
-use crate::http1::parse::{early_check, parse_response, Asked, Role};
+use crate::http1::parse::{parse_response, Asked, Role};
+use crate::http1::reader::HeadSearch;
 use crate::recv_buf::RecvBuf;
 
 /// What a [`Client`] reads from a connection, in order: for each request
@@ -71,15 +71,8 @@ pub struct Client {
 
 #[derive(Clone, Debug)]
 enum State {
-    Head {
-        scan: BlockScan,
-        checked: usize,
-        start: u64,
-    },
-    Body {
-        body: Option<BodyState>,
-        last: bool,
-    },
+    Head { search: HeadSearch },
+    Body { body: Option<BodyState>, last: bool },
     Done,
 }
 
@@ -102,7 +95,7 @@ impl Client {
     pub fn with_config(config: Http1Config) -> Self {
         Self {
             config,
-            state: fresh(0),
+            state: fresh(),
             asked: VecDeque::new(),
             opened: false,
             received: 0,
@@ -152,52 +145,29 @@ impl Client {
     }
 
     fn head(&mut self, recv: &mut RecvBuf, eof: bool) -> Result<Option<ClientEvent>, Error> {
-        let State::Head {
-            scan,
-            checked,
-            start,
-        } = &mut self.state
-        else {
+        let State::Head { search } = &mut self.state else {
             return Ok(None);
         };
-        if *start != recv.offset() {
-            *scan = BlockScan::default();
-            *checked = 0;
-            *start = recv.offset();
-        }
-        let buf = recv.peek();
-        if buf.is_empty() {
+        if recv.is_empty() {
             if eof {
                 self.state = State::Done;
             }
             return Ok(None);
         }
-        let found = scan
-            .scan(
-                buf,
-                self.config.get_allow_bare_lf(),
-                self.config.get_max_line(),
-                self.config.get_max_head(),
-                Limit::HeadLength,
-            )
-            .map_err(|bad| at(bad, recv))?;
-        let Some(len) = found else {
-            early_check(buf, *checked, Role::Response).map_err(|bad| at(bad, recv))?;
-            *checked = buf.len();
-            if eof {
-                return Err(truncated(recv));
-            }
-            return Ok(None);
+        let Some(len) = search.poll(recv.peek(), recv.offset(), Role::Response, &self.config)?
+        else {
+            return if eof { Err(truncated(recv)) } else { Ok(None) };
         };
+        let buf = recv.peek();
         // A response nobody asked for (a 408 before a close, say) is
         // framed as one to a GET.
         let asked = self.asked.front().copied().unwrap_or(Asked::Other);
-        let parts =
-            parse_response(&buf[..len], asked, &self.config).map_err(|bad| at(bad, recv))?;
+        let parts = parse_response(&buf[..len], asked, &self.config)
+            .map_err(|bad| search.fault(buf, len, Role::Response, bad))?;
         let response = parts.into_response(recv.split_to(len)?);
         self.opened = true;
         if response.is_interim() {
-            self.state = fresh(recv.offset());
+            self.state = fresh();
             return Ok(Some(ClientEvent::Interim(response)));
         }
         self.asked.pop_front();
@@ -210,11 +180,9 @@ impl Client {
     }
 }
 
-fn fresh(start: u64) -> State {
+fn fresh() -> State {
     State::Head {
-        scan: BlockScan::default(),
-        checked: 0,
-        start,
+        search: HeadSearch::default(),
     }
 }
 
@@ -236,11 +204,7 @@ impl Protocol for Client {
                     Ok(Some(Piece::Data(data))) => Ok(Some(ClientEvent::Data(data))),
                     Ok(Some(Piece::Trailers(t))) => Ok(Some(ClientEvent::Trailers(t))),
                     Ok(Some(Piece::End)) => {
-                        self.state = if last {
-                            State::Done
-                        } else {
-                            fresh(recv.offset())
-                        };
+                        self.state = if last { State::Done } else { fresh() };
                         Ok(Some(ClientEvent::End))
                     }
                     Ok(None) => Ok(None),

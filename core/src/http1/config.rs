@@ -154,7 +154,10 @@ impl Http1Config {
     }
 
     /// The largest body, declared or received (`LimitExceeded { limit:
-    /// BodyLength }`, a 413); `None` for no limit.
+    /// BodyLength }`, a 413); `None` for no limit. A Content-Length past
+    /// it is refused at the head, a chunk that would pass it at its size
+    /// line, a body to the close once its bytes would pass it (those up
+    /// to the limit come out first).
     #[must_use]
     pub fn max_body(mut self, bytes: Option<u64>) -> Self {
         self.max_body = bytes;

@@ -331,7 +331,8 @@ impl Request {
     }
 
     /// Whether it asks to switch protocols: an `Upgrade` header listed in
-    /// `Connection`. After its body the [`Server`](crate::http1::Server)
+    /// `Connection`, in HTTP/1.1 (a server ignores Upgrade in HTTP/1.0,
+    /// RFC 9110 section 7.8). After its body the [`Server`](crate::http1::Server)
     /// parses nothing more: answer 101 and switch, or decline and
     /// [`resume`](crate::http1::Server::resume).
     #[must_use]

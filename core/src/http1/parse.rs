@@ -93,8 +93,12 @@ pub(crate) fn early_check(buf: &[u8], from: usize, role: Role) -> Result<(), Bad
             }
         }
         Role::Response => {
-            let n = buf.len().min(5);
-            if buf[..n] != b"HTTP/"[..n] {
+            // A CR at the end is undecided: the next byte says whether
+            // it ends the line or is a bare CR (a line-ending fault,
+            // whichever way the bytes come).
+            let seen = buf.strip_suffix(b"\r").unwrap_or(buf);
+            let n = seen.len().min(5);
+            if seen[..n] != b"HTTP/"[..n] {
                 return Err(Bad::Field(HttpField::StatusLine, 0));
             }
         }
@@ -116,6 +120,35 @@ pub(crate) fn early_check(buf: &[u8], from: usize, role: Role) -> Result<(), Bad
         return Err(Bad::Field(field, at));
     }
     Ok(())
+}
+
+/// The fault a reader fed byte by byte meets first, so that the verdict
+/// does not depend on how the bytes came. `bad` was found with a head's
+/// bytes up to `judged` in view (see [`judged_before`]); a control byte
+/// before that point was refused by [`early_check`] as soon as it
+/// arrived, before `bad` could be seen, so it wins. `checked` bytes were
+/// judged already.
+#[cold]
+pub(crate) fn first_fault(buf: &[u8], judged: usize, checked: usize, role: Role, bad: Bad) -> Bad {
+    early_check(&buf[..judged.min(buf.len())], checked, role)
+        .err()
+        .unwrap_or(bad)
+}
+
+/// How many bytes of a head a reader fed byte by byte had judged early
+/// when the search for its end failed with `bad` ([`BlockScan::scan`]'s
+/// errors, under `max_line` and `max`): those before a bad line end,
+/// those before a line reached its limit, those before the head did.
+///
+/// [`BlockScan::scan`]: crate::http1::lines::BlockScan::scan
+pub(crate) fn judged_before(bad: Bad, max_line: usize, max: usize) -> usize {
+    match bad {
+        Bad::Field(_, at) => at,
+        Bad::Limit(Limit::LineLength, _, _, line) => {
+            line.saturating_add(max_line).saturating_sub(1)
+        }
+        Bad::Limit(..) => max.saturating_sub(1),
+    }
 }
 
 /// What the framing headers said, read in one pass.
@@ -402,7 +435,12 @@ pub(crate) fn parse_request(head: &[u8], config: &Http1Config) -> Result<Request
         Flags::CONTINUE,
         f.expect_continue && version == Version::Http11,
     );
-    flags.set(Flags::UPGRADE, f.upgrade && f.upgrade_token);
+    // A server must ignore Upgrade in an HTTP/1.0 request (RFC 9110,
+    // section 7.8).
+    flags.set(
+        Flags::UPGRADE,
+        f.upgrade && f.upgrade_token && version == Version::Http11,
+    );
     flags.set(Flags::CONNECT, method == b"CONNECT");
     Ok(RequestParts {
         method: Span::of(method, head),
@@ -506,15 +544,9 @@ pub(crate) fn parse_response(
     if status < 100 || line.get(12) != Some(&b' ') {
         return Err(Bad::Field(HttpField::StatusLine, 9));
     }
-    let reason = res.reason.unwrap_or_default().as_bytes();
-    let reason = if reason.is_empty() {
-        Span {
-            at: u32::try_from(line.len()).unwrap_or(u32::MAX),
-            len: 0,
-        }
-    } else {
-        Span::of(reason, head)
-    };
+    // The reason as sent, after `HTTP/1.1 200 ` (httparse checked its
+    // bytes, but gives "" for one with obs-text).
+    let reason = Span::of(&line[13..], head);
     let version = version_of(res.version);
     let f = Framing::read(res.headers, config, head)?;
     let switches = status == 101 || (asked == Asked::Connect && (200..300).contains(&status));

@@ -1,20 +1,75 @@
-//! [`HeadReader`]: a request head's length once it is whole and passes
-//! the server's strict checks, for decoders that take heads as frames.
+//! [`HeadSearch`]: the search for the end of one head, shared by the
+//! server, the client and the [`Heads`](crate::Heads) decoder, and
+//! [`HeadReader`], a request head's length once it passes the server's
+//! checks.
 
 use crate::error::{Error, Limit};
 use crate::http1::config::Http1Config;
-use crate::http1::lines::BlockScan;
-use crate::http1::parse::{early_check, parse_request, Role};
+use crate::http1::lines::{Bad, BlockScan};
+use crate::http1::parse::{early_check, first_fault, judged_before, parse_request, Role};
 use crate::recv_buf::RecvBuf;
 
-/// Where the search for one request head is: resumed on every call, so a
-/// head trickled in pieces is looked at once.
+/// Where the search for one head is, resumed on every call so that a
+/// head trickled in pieces is looked at once, and judged as it comes so
+/// that garbage fails at once, with the fault a reader fed byte by byte
+/// would meet first, however the bytes came.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HeadSearch {
+    scan: BlockScan,
+    /// Bytes judged early already.
+    checked: usize,
+    /// The stream offset of the head's first byte.
+    start: u64,
+}
+
+impl HeadSearch {
+    /// The length of the head at the front of `buf` (at stream offset
+    /// `offset`) once it is whole, `None` while it is not.
+    pub(crate) fn poll(
+        &mut self,
+        buf: &[u8],
+        offset: u64,
+        role: Role,
+        config: &Http1Config,
+    ) -> Result<Option<usize>, Error> {
+        if self.start != offset {
+            // A new head, or bytes taken by someone else: start over.
+            *self = Self {
+                start: offset,
+                ..Self::default()
+            };
+        }
+        let (max_line, max) = (config.get_max_line(), config.get_max_head());
+        let found = self
+            .scan
+            .scan(
+                buf,
+                config.get_allow_bare_lf(),
+                max_line,
+                max,
+                Limit::HeadLength,
+            )
+            .map_err(|bad| self.fault(buf, judged_before(bad, max_line, max), role, bad))?;
+        if found.is_none() {
+            early_check(buf, self.checked, role).map_err(|bad| bad.into_error(self.start))?;
+            self.checked = buf.len();
+        }
+        Ok(found)
+    }
+
+    /// `bad`, found with `judged` bytes of `buf` in view, as the error a
+    /// reader fed byte by byte meets first (a control byte before it, say).
+    #[cold]
+    pub(crate) fn fault(&self, buf: &[u8], judged: usize, role: Role, bad: Bad) -> Error {
+        first_fault(buf, judged, self.checked, role, bad).into_error(self.start)
+    }
+}
+
+/// A request head's length once it is whole and passes the server's
+/// checks, for decoders that take heads as frames.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct HeadReader {
-    scan: BlockScan,
-    checked: usize,
-    /// The stream offset of the head's first byte (after empty lines).
-    start: u64,
+    search: HeadSearch,
 }
 
 impl HeadReader {
@@ -28,34 +83,37 @@ impl HeadReader {
     ) -> Result<Option<(usize, usize)>, Error> {
         let all = recv.peek();
         let mut skip = 0;
-        while let [b'\r', b'\n', ..] = &all[skip..] {
-            skip += 2;
+        loop {
+            match &all[skip..] {
+                [b'\r', b'\n', ..] => skip += 2,
+                [b'\n', ..] if config.get_allow_bare_lf() => skip += 1,
+                _ => break,
+            }
         }
         let buf = &all[skip..];
-        let start = recv.offset() + skip as u64;
-        if start != self.start {
-            *self = Self {
-                start,
-                ..Self::default()
-            };
-        }
-        let fail = |bad: crate::http1::lines::Bad| bad.into_error(start);
-        let found = self
-            .scan
-            .scan(
-                buf,
-                config.get_allow_bare_lf(),
-                config.get_max_line(),
-                config.get_max_head(),
-                Limit::HeadLength,
-            )
-            .map_err(fail)?;
-        let Some(len) = found else {
-            early_check(buf, self.checked, Role::Request).map_err(fail)?;
-            self.checked = buf.len();
+        let Some(len) =
+            self.search
+                .poll(buf, recv.offset() + skip as u64, Role::Request, config)?
+        else {
             return Ok(None);
         };
-        parse_request(&buf[..len], config).map_err(fail)?;
+        parse_request(&buf[..len], config)
+            .map_err(|bad| self.search.fault(buf, len, Role::Request, bad))?;
         Ok(Some((skip, len)))
+    }
+}
+
+/// Takes the empty lines before a request line off `recv` (RFC 9112,
+/// section 2.2: a server ignores at least one); returns how many bytes.
+pub(crate) fn skip_empty_lines(recv: &mut RecvBuf, config: &Http1Config) -> Result<usize, Error> {
+    let mut skipped = 0;
+    loop {
+        let n = match recv.peek() {
+            [b'\r', b'\n', ..] => 2,
+            [b'\n', ..] if config.get_allow_bare_lf() => 1,
+            _ => return Ok(skipped),
+        };
+        recv.advance(n)?;
+        skipped += n;
     }
 }

@@ -3,12 +3,12 @@
 use bytes::Bytes;
 
 use crate::conn::{Phase, Protocol, Wire};
-use crate::error::{Error, Limit};
-use crate::http1::body::{at, truncated, BodyState, Piece};
+use crate::error::Error;
+use crate::http1::body::{truncated, BodyState, Piece};
 use crate::http1::config::Http1Config;
 use crate::http1::head::{Headers, Request};
-use crate::http1::lines::BlockScan;
-use crate::http1::parse::{early_check, parse_request, Role};
+use crate::http1::parse::{parse_request, Role};
+use crate::http1::reader::{skip_empty_lines, HeadSearch};
 use crate::recv_buf::RecvBuf;
 
 /// What a [`Server`] reads from a connection, in order: for each request
@@ -76,11 +76,7 @@ pub struct Server {
 enum State {
     /// Reading a head: the search so far, the bytes judged early, and
     /// where in the stream the head starts.
-    Head {
-        scan: BlockScan,
-        checked: usize,
-        start: u64,
-    },
+    Head { search: HeadSearch },
     /// Reading a body (`None`: none); `last` says whether parsing stops
     /// after it.
     Body { body: Option<BodyState>, last: Last },
@@ -96,8 +92,9 @@ enum Last {
     /// The connection closes after it (or the stream ended, or failed).
     Close,
     /// It asked to switch protocols (an upgrade, a CONNECT): the
-    /// application decides.
-    Switch,
+    /// application decides. `keep_alive`: whether the request keeps the
+    /// connection open, should the switch be declined.
+    Switch { keep_alive: bool },
 }
 
 impl Default for Server {
@@ -118,11 +115,7 @@ impl Server {
     pub fn with_config(config: Http1Config) -> Self {
         Self {
             config,
-            state: State::Head {
-                scan: BlockScan::default(),
-                checked: 0,
-                start: 0,
-            },
+            state: fresh(),
             opened: false,
             received: 0,
         }
@@ -141,70 +134,46 @@ impl Server {
     /// with a final response and [`resume`](Self::resume).
     #[must_use]
     pub fn is_switch_pending(&self) -> bool {
-        matches!(self.state, State::Done(Last::Switch))
+        matches!(self.state, State::Done(Last::Switch { .. }))
     }
 
-    /// Parses requests again after a declined upgrade or CONNECT. Does
-    /// nothing otherwise.
+    /// Parses requests again after a declined upgrade or CONNECT, unless
+    /// that request closes the connection (`Connection: close`, HTTP/1.0
+    /// without keep-alive): then nothing more is parsed (RFC 9112,
+    /// section 9.6). Does nothing otherwise.
     pub fn resume(&mut self) {
-        if self.is_switch_pending() {
-            self.state = fresh(0);
+        if let State::Done(Last::Switch { keep_alive }) = self.state {
+            self.state = if keep_alive {
+                fresh()
+            } else {
+                State::Done(Last::Close)
+            };
         }
     }
 
     fn head(&mut self, recv: &mut RecvBuf, eof: bool) -> Result<Option<ServerEvent>, Error> {
-        let bare_lf = self.config.get_allow_bare_lf();
-        // Empty lines before a request line are ignored (RFC 9112,
-        // section 2.2).
-        loop {
-            match recv.peek() {
-                [b'\r', b'\n', ..] => recv.advance(2)?,
-                [b'\n', ..] if bare_lf => recv.advance(1)?,
-                _ => break,
-            }
-        }
-        let State::Head {
-            scan,
-            checked,
-            start,
-        } = &mut self.state
-        else {
+        skip_empty_lines(recv, &self.config)?;
+        let State::Head { search } = &mut self.state else {
             return Ok(None);
         };
-        if *start != recv.offset() {
-            // A new head, or bytes taken by someone else: start over.
-            *scan = BlockScan::default();
-            *checked = 0;
-            *start = recv.offset();
-        }
-        let buf = recv.peek();
-        if buf.is_empty() {
+        if recv.is_empty() {
             if eof {
                 self.state = State::Done(Last::Close);
             }
             return Ok(None);
         }
-        let found = scan
-            .scan(
-                buf,
-                bare_lf,
-                self.config.get_max_line(),
-                self.config.get_max_head(),
-                Limit::HeadLength,
-            )
-            .map_err(|bad| at(bad, recv))?;
-        let Some(len) = found else {
-            early_check(buf, *checked, Role::Request).map_err(|bad| at(bad, recv))?;
-            *checked = buf.len();
-            if eof {
-                return Err(truncated(recv));
-            }
-            return Ok(None);
+        let Some(len) = search.poll(recv.peek(), recv.offset(), Role::Request, &self.config)?
+        else {
+            return if eof { Err(truncated(recv)) } else { Ok(None) };
         };
-        let parts = parse_request(&buf[..len], &self.config).map_err(|bad| at(bad, recv))?;
+        let buf = recv.peek();
+        let parts = parse_request(&buf[..len], &self.config)
+            .map_err(|bad| search.fault(buf, len, Role::Request, bad))?;
         let request = parts.into_request(recv.split_to(len)?);
         let last = if request.is_upgrade() || request.is_connect() {
-            Last::Switch
+            Last::Switch {
+                keep_alive: request.keep_alive(),
+            }
         } else if request.keep_alive() {
             Last::No
         } else {
@@ -220,12 +189,10 @@ impl Server {
     }
 }
 
-/// The state before a head that starts at `start`.
-fn fresh(start: u64) -> State {
+/// The state before a head.
+fn fresh() -> State {
     State::Head {
-        scan: BlockScan::default(),
-        checked: 0,
-        start,
+        search: HeadSearch::default(),
     }
 }
 
@@ -248,7 +215,7 @@ impl Protocol for Server {
                     Ok(Some(Piece::Trailers(t))) => Ok(Some(ServerEvent::Trailers(t))),
                     Ok(Some(Piece::End)) => {
                         self.state = match last {
-                            Last::No => fresh(recv.offset()),
+                            Last::No => fresh(),
                             last => State::Done(last),
                         };
                         Ok(Some(ServerEvent::End))
