@@ -97,6 +97,15 @@ impl<'a> Wire<'a> {
         item.push_into(self.send, Lane::Urgent)
     }
 
+    /// Bytes queued and not yet written, in both lanes: a reply on the
+    /// urgent lane would overtake them (a protocol whose replies must
+    /// keep their place among the application's, an HTTP response, waits
+    /// for 0).
+    #[must_use]
+    pub fn queued(&self) -> usize {
+        self.send.len()
+    }
+
     /// Asks the connection to shut its write side once what is queued is
     /// out (a close handshake that is complete).
     pub fn close_write(&mut self) {

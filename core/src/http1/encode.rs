@@ -10,8 +10,9 @@ use crate::error::{Error, Misuse, Unencodable};
 use crate::http1::head::Body;
 use crate::http1::parse::is_token;
 
-/// `100 Continue`, for a request that [`expects_continue`]: push it on
-/// the urgent lane before reading the body.
+/// `100 Continue`, for a request that [`expects_continue`]: push it like
+/// a response, in order (on the bulk lane: it must not overtake the
+/// responses to the requests before), then read the body.
 ///
 /// [`expects_continue`]: crate::http1::Request::expects_continue
 pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";

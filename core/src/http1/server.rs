@@ -2,8 +2,8 @@
 
 use bytes::Bytes;
 
-use crate::conn::{Phase, Protocol, Wire};
-use crate::error::Error;
+use crate::conn::{Close, Phase, Protocol, Wire};
+use crate::error::{Error, Timeout};
 use crate::http1::body::{truncated, BodyState, Piece};
 use crate::http1::config::Http1Config;
 use crate::http1::head::{Headers, Request};
@@ -189,6 +189,10 @@ impl Server {
     }
 }
 
+/// What a server answers a head that did not come in time.
+const REQUEST_TIMEOUT: &[u8] =
+    b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+
 /// The state before a head.
 fn fresh() -> State {
     State::Head {
@@ -230,6 +234,29 @@ impl Protocol for Server {
             self.state = State::Done(Last::Close);
         }
         polled
+    }
+
+    /// A request head that did not come whole in time is answered with
+    /// 408 (and the connection closed cleanly) when nothing else is
+    /// queued: a response the application queued must not be taken for
+    /// this one's. A body cut short, or a 408 that would overtake queued
+    /// responses, ends the connection with a reset (the client cannot
+    /// take the silence for a complete exchange).
+    fn on_timeout(&mut self, wire: &mut Wire<'_>, timeout: Timeout) -> Close {
+        let head_started = matches!(self.state, State::Head { .. }) && !wire.recv().is_empty();
+        let idle = matches!(self.state, State::Head { .. }) && wire.recv().is_empty();
+        if idle {
+            return Close::Clean;
+        }
+        let in_time = matches!(timeout, Timeout::Opening | Timeout::Frame | Timeout::Idle);
+        if head_started
+            && in_time
+            && wire.queued() == 0
+            && wire.reply(Bytes::from_static(REQUEST_TIMEOUT)).is_ok()
+        {
+            return Close::Clean;
+        }
+        Close::Reset
     }
 
     fn phase(&self) -> Phase {
