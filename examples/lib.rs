@@ -1,3 +1,4 @@
 //! Runnable examples of cleave; see the `[[example]]` entries in Cargo.toml.
 
+pub mod http1;
 pub mod http_proxy;

@@ -1,0 +1,710 @@
+//! A tiny HTTP/1.1 application on cleave's [`http1`](cleave_proto::http1)
+//! codec, shared by the `http1_server` (tokio), `http1_mio_server` (mio)
+//! and `http1_client` examples and by the interoperability tests.
+//!
+//! | request | answer |
+//! |---|---|
+//! | `GET /` | 200, `hello\n` |
+//! | `GET /chunked` | 200, three chunks (`one\n`, `two\n`, `three\n`) and an `X-Chunks: 3` trailer |
+//! | `POST /echo` | 200, the request's body (Content-Length or chunked), at most [`MAX_BODY`] bytes |
+//! | `GET /host` | 200, the request's Host and `\n` |
+//! | `HEAD` of any of these | the same head, no body |
+//! | anything else | 404 |
+//!
+//! [`App`] is the application without I/O: it takes one connection's
+//! [`ServerEvent`]s in order and makes the frames to write, so answers
+//! go out in the order of the requests however many arrive together
+//! (pipelining). It sends [`CONTINUE`] when a request expects it, honours
+//! `Connection: close` (and HTTP/1.0 without keep-alive), and answers a
+//! request the codec refuses with the status [`status_for`] gives, then
+//! closes. The drivers ([`serve_tokio`], [`MioServer`]) only move its
+//! frames; [`fetch`] is the client side.
+//!
+//! A production server would also linger after its close (read and drop
+//! what the client still sends for a while, so that the kernel does not
+//! answer those bytes with a reset); these examples close at once.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cleave_mio::{Conns, ReadOutcome};
+use cleave_proto::http1::{
+    chunk, last_chunk, response, status_for, Body, Client, ClientEvent, Http1Config, Request,
+    Server, ServerEvent, Version, CONTINUE,
+};
+use cleave_proto::{Bytes, BytesMut, ConnConfig, ConnError, Error, Frame, Timeouts};
+use cleave_tokio::Connection;
+use futures_util::StreamExt;
+
+/// The error of the client and of the drivers' setup.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The largest request body the server takes (1 MiB): `POST /echo` holds
+/// the whole body before it answers, so the codec refuses more (a 413).
+pub const MAX_BODY: u64 = 1 << 20;
+
+/// The chunks of `GET /chunked`.
+pub const CHUNKS: [&str; 3] = ["one\n", "two\n", "three\n"];
+
+/// How long a connection may stay silent between requests.
+const IDLE: Duration = Duration::from_secs(60);
+
+/// How long a request may take to arrive once it started.
+const FRAME: Duration = Duration::from_secs(30);
+
+/// The server's codec: default limits, and [`MAX_BODY`] for bodies.
+#[must_use]
+pub fn server() -> Server {
+    Server::with_config(Http1Config::default().max_body(Some(MAX_BODY)))
+}
+
+/// The servers' connection settings: a client silent for a minute, or
+/// half a minute into a request it does not finish, is let go.
+#[must_use]
+pub fn conn_config() -> ConnConfig {
+    let timeouts = Timeouts::default().idle(Some(IDLE)).frame(Some(FRAME));
+    ConnConfig::default().timeouts(timeouts)
+}
+
+/// What a request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Hello,
+    Chunked,
+    Echo,
+    Host,
+    NotFound,
+}
+
+impl Route {
+    /// The route of `method` on `target` (its query ignored).
+    fn of(method: &str, target: &str) -> Self {
+        let path = target.split_once('?').map_or(target, |(path, _)| path);
+        match (method, path) {
+            ("GET" | "HEAD", "/") => Self::Hello,
+            ("GET" | "HEAD", "/chunked") => Self::Chunked,
+            ("GET" | "HEAD", "/host") => Self::Host,
+            ("POST", "/echo") => Self::Echo,
+            _ => Self::NotFound,
+        }
+    }
+}
+
+/// The request being read: what its answer needs.
+#[derive(Debug)]
+struct Exchange {
+    route: Route,
+    /// A HEAD: the answer's head only.
+    head_only: bool,
+    version: Version,
+    keep_alive: bool,
+    host: String,
+    /// The body so far, for `POST /echo` only (the codec bounds it).
+    body: BytesMut,
+}
+
+impl Exchange {
+    fn new(request: &Request) -> Self {
+        Self {
+            route: Route::of(request.method(), request.target()),
+            head_only: request.method() == "HEAD",
+            version: request.version(),
+            keep_alive: request.keep_alive(),
+            host: request.host().unwrap_or_default().to_owned(),
+            body: BytesMut::new(),
+        }
+    }
+
+    /// The `Connection` field the answer carries: `close` when the
+    /// connection ends after it, `keep-alive` to an HTTP/1.0 client that
+    /// asked for it (whose default is to close), none otherwise.
+    fn connection_field(&self) -> Option<(&'static str, &'static [u8])> {
+        if !self.keep_alive {
+            Some(("Connection", b"close"))
+        } else if self.version == Version::Http10 {
+            Some(("Connection", b"keep-alive"))
+        } else {
+            None
+        }
+    }
+
+    /// The answer's frames, in order.
+    fn answer(self, out: &mut Vec<Frame>) -> Result<(), Error> {
+        if self.route == Route::Chunked && self.version == Version::Http11 {
+            return self.chunked(out);
+        }
+        let connection = self.connection_field();
+        let (status, reason, content_type, body) = match self.route {
+            Route::Hello => (200, "OK", "text/plain", Bytes::from_static(b"hello\n")),
+            // HTTP/1.0 has no chunks: the same body, with its length.
+            Route::Chunked => (200, "OK", "text/plain", Bytes::from(CHUNKS.concat())),
+            Route::Echo => (200, "OK", "application/octet-stream", self.body.freeze()),
+            Route::Host => (
+                200,
+                "OK",
+                "text/plain",
+                Bytes::from(format!("{}\n", self.host)),
+            ),
+            Route::NotFound => (
+                404,
+                "Not Found",
+                "text/plain",
+                Bytes::from_static(b"not found\n"),
+            ),
+        };
+        let mut fields = vec![("Content-Type", content_type.as_bytes())];
+        fields.extend(connection);
+        let length = Body::Length(u64::try_from(body.len()).unwrap_or(u64::MAX));
+        out.push(response(status, reason, &fields, length)?.into());
+        if !self.head_only && !body.is_empty() {
+            out.push(body.into());
+        }
+        Ok(())
+    }
+
+    /// `GET /chunked`: the head, each chunk as a frame whose payload is not
+    /// copied, then the last chunk with the trailer the head announced.
+    fn chunked(self, out: &mut Vec<Frame>) -> Result<(), Error> {
+        let mut fields = vec![
+            ("Content-Type", &b"text/plain"[..]),
+            ("Trailer", b"X-Chunks"),
+        ];
+        fields.extend(self.connection_field());
+        out.push(response(200, "OK", &fields, Body::Chunked)?.into());
+        if self.head_only {
+            return Ok(());
+        }
+        for text in CHUNKS {
+            out.push(chunk(Bytes::from_static(text.as_bytes()))?);
+        }
+        let count = CHUNKS.len().to_string();
+        out.push(last_chunk(&[("X-Chunks", count.as_bytes())])?.into());
+        Ok(())
+    }
+}
+
+/// One connection's application, without I/O: feed it the connection's
+/// events in order ([`on_event`](Self::on_event)) and its final error
+/// ([`on_error`](Self::on_error)), write the frames it makes in the order
+/// it makes them, and close once it [`wants_close`](Self::wants_close).
+///
+/// ```
+/// use std::time::Duration;
+/// use cleave_examples::http1::{server, App};
+/// use cleave_proto::Conn;
+///
+/// let mut conn = Conn::new(server(), Duration::ZERO);
+/// conn.feed(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\n", Duration::ZERO)?;
+/// let (mut app, mut out) = (App::new(), Vec::new());
+/// while let Some(event) = conn.poll_event()? {
+///     app.on_event(event, &mut out)?;
+/// }
+/// let wire: Vec<u8> = out.iter().flat_map(|frame| frame.to_bytes()).collect();
+/// assert_eq!(
+///     String::from_utf8_lossy(&wire),
+///     "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nhello\n\
+///      HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nnot found\n"
+/// );
+/// # Ok::<(), cleave_proto::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct App {
+    current: Option<Exchange>,
+    /// The connection ends once what was made is written.
+    closing: bool,
+}
+
+impl App {
+    /// An application for a new connection.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes the connection's next event; appends to `out` what to write.
+    /// A request is answered at its end (its body read), so the answers
+    /// follow the requests' order; only `100 Continue` goes out at the
+    /// head, for a client that waits for it before it sends the body.
+    ///
+    /// # Errors
+    ///
+    /// An answer the encoders refuse (none of this application's can be).
+    pub fn on_event(&mut self, event: ServerEvent, out: &mut Vec<Frame>) -> Result<(), Error> {
+        match event {
+            ServerEvent::Head(request) => {
+                if request.expects_continue() && request.body() != Body::Empty {
+                    out.push(Bytes::from_static(CONTINUE).into());
+                }
+                self.current = Some(Exchange::new(&request));
+            }
+            ServerEvent::Data(data) => {
+                if let Some(exchange) = self.current.as_mut() {
+                    if exchange.route == Route::Echo {
+                        exchange.body.extend_from_slice(&data);
+                    }
+                }
+            }
+            ServerEvent::Trailers(_) => {}
+            ServerEvent::End => {
+                if let Some(exchange) = self.current.take() {
+                    self.closing |= !exchange.keep_alive;
+                    exchange.answer(out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the connection's final error: a request the codec refused
+    /// (malformed, ambiguous, over a limit) gets the status
+    /// [`status_for`] gives, with `Connection: close`; other errors (the
+    /// peer left mid-request) get nothing. A timeout gets nothing from
+    /// here either: the connection's queue is closed by then, and the
+    /// codec chose its last word (a 408, or a reset). Either way the
+    /// connection closes.
+    pub fn on_error(&mut self, error: &Error, out: &mut Vec<Frame>) {
+        self.current = None;
+        self.closing = true;
+        if matches!(error, Error::TimedOut(_)) {
+            return;
+        }
+        let Some(status) = status_for(error) else {
+            return;
+        };
+        let reason = reason(status);
+        let body = Bytes::from(format!("{status} {reason}\n"));
+        let length = Body::Length(u64::try_from(body.len()).unwrap_or(u64::MAX));
+        let fields: [(&str, &[u8]); 2] =
+            [("Content-Type", b"text/plain"), ("Connection", b"close")];
+        if let Ok(head) = response(status, reason, &fields, length) {
+            out.push(head.into());
+            out.push(body.into());
+        }
+    }
+
+    /// Whether the connection ends once what was made is written: a
+    /// request said `Connection: close` (or was HTTP/1.0 without
+    /// keep-alive), or the connection failed.
+    #[must_use]
+    pub fn wants_close(&self) -> bool {
+        self.closing
+    }
+}
+
+/// The reason phrase of the statuses this application answers.
+fn reason(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        408 => "Request Timeout",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        501 => "Not Implemented",
+        505 => "HTTP Version Not Supported",
+        _ => "Error",
+    }
+}
+
+// ----- tokio -----
+
+/// Serves every connection `listener` accepts, each in a task of its own,
+/// until accepting fails (or the runtime is dropped).
+///
+/// # Errors
+///
+/// What `accept` says.
+pub async fn serve_tokio(listener: tokio::net::TcpListener) -> io::Result<()> {
+    loop {
+        let (socket, _peer) = listener.accept().await?;
+        tokio::spawn(async move {
+            // A client that breaks off is its own business.
+            let _ = serve_tokio_connection(socket).await;
+        });
+    }
+}
+
+/// Serves one connection: the answers to the requests that arrived
+/// together are queued, then written with one flush.
+///
+/// # Errors
+///
+/// What the socket says; a protocol error is answered, not returned.
+pub async fn serve_tokio_connection(socket: tokio::net::TcpStream) -> Result<(), ConnError> {
+    socket.set_nodelay(true)?;
+    let mut conn = Connection::with_config(socket, server(), conn_config());
+    let mut app = App::new();
+    let mut out = Vec::new();
+    while let Some(first) = conn.next().await {
+        let mut next = Some(first);
+        while let Some(event) = next {
+            match event {
+                Ok(event) => app.on_event(event, &mut out)?,
+                Err(ConnError::Protocol(e)) => app.on_error(&e, &mut out),
+                Err(e) => return Err(e),
+            }
+            // Nothing after a close is answered (the codec parses no
+            // more anyway).
+            next = if app.wants_close() {
+                None
+            } else {
+                conn.next_buffered()
+            };
+        }
+        for frame in out.drain(..) {
+            conn.send(frame).await?;
+        }
+        conn.flush().await?;
+        if app.wants_close() {
+            break;
+        }
+    }
+    conn.close().await
+}
+
+// ----- mio -----
+
+const LISTENER: mio::Token = mio::Token(0);
+const WAKER: mio::Token = mio::Token(1);
+const FIRST_CONN: mio::Token = mio::Token(2);
+
+type MioConn = cleave_mio::Conn<mio::net::TcpStream, Server>;
+
+/// One mio connection's application and the frames the write queue had
+/// no room for yet (reading pauses while there are any).
+#[derive(Debug, Default)]
+struct Peer {
+    app: App,
+    backlog: VecDeque<Frame>,
+    /// The peer ended its side or reading stopped: close once answered.
+    ended: bool,
+    paused: bool,
+}
+
+/// The server on one thread's `mio::Poll`: every connection a
+/// [`cleave_mio::Conn`] in a [`Conns`] slab, the same [`App`] as the tokio
+/// server. [`run`](Self::run) serves until the [`MioStop`] is pulled.
+#[derive(Debug)]
+pub struct MioServer {
+    poll: mio::Poll,
+    listener: mio::net::TcpListener,
+    stop: Arc<AtomicBool>,
+}
+
+/// Stops a [`MioServer`] from another thread.
+#[derive(Clone, Debug)]
+pub struct MioStop {
+    waker: Arc<mio::Waker>,
+    stop: Arc<AtomicBool>,
+}
+
+impl MioStop {
+    /// Asks the server to stop: its loop ends at its next wake-up, which
+    /// this causes. The open connections are dropped.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // A failed wake leaves the server running; nothing better to do.
+        let _ = self.waker.wake();
+    }
+}
+
+impl MioServer {
+    /// A server listening on `addr` (port 0: any free port), and its stop.
+    ///
+    /// # Errors
+    ///
+    /// What binding or mio says.
+    pub fn bind(addr: SocketAddr) -> io::Result<(Self, MioStop)> {
+        let poll = mio::Poll::new()?;
+        let mut listener = mio::net::TcpListener::bind(addr)?;
+        poll.registry()
+            .register(&mut listener, LISTENER, mio::Interest::READABLE)?;
+        let waker = Arc::new(mio::Waker::new(poll.registry(), WAKER)?);
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = MioStop {
+            waker,
+            stop: Arc::clone(&stop),
+        };
+        Ok((
+            Self {
+                poll,
+                listener,
+                stop,
+            },
+            handle,
+        ))
+    }
+
+    /// Where it listens.
+    ///
+    /// # Errors
+    ///
+    /// What the socket says.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until stopped.
+    ///
+    /// # Errors
+    ///
+    /// What `poll` or `accept` say about the listener.
+    pub fn run(mut self) -> io::Result<()> {
+        let mut conns: Conns<mio::net::TcpStream, Server> = Conns::starting_at(FIRST_CONN);
+        let mut peers: HashMap<mio::Token, Peer> = HashMap::new();
+        let mut events = mio::Events::with_capacity(256);
+        let mut parsed = Vec::new();
+        while !self.stop.load(Ordering::SeqCst) {
+            let timeout = conns
+                .next_deadline()
+                .map(|d| d.saturating_duration_since(Instant::now()));
+            self.poll.poll(&mut events, timeout)?;
+            for event in &events {
+                let token = event.token();
+                if token == WAKER {
+                    continue;
+                }
+                if token == LISTENER {
+                    conns.accept(&self.listener, self.poll.registry(), |socket, _peer| {
+                        socket.set_nodelay(true).ok()?;
+                        Some(MioConn::with_config(socket, server(), conn_config()))
+                    })?;
+                    continue;
+                }
+                let Some(conn) = conns.get_mut(token) else {
+                    continue;
+                };
+                let peer = peers.entry(token).or_default();
+                let outcome = conn.on_event(event, &mut parsed);
+                let driven = drive(conn, peer, outcome, &mut parsed);
+                settle(&mut conns, &mut peers, self.poll.registry(), token, driven);
+            }
+            self.sweep(&mut conns, &mut peers, &mut parsed);
+        }
+        Ok(())
+    }
+
+    /// Ends the connections whose timeout ran out.
+    fn sweep(
+        &self,
+        conns: &mut Conns<mio::net::TcpStream, Server>,
+        peers: &mut HashMap<mio::Token, Peer>,
+        parsed: &mut Vec<ServerEvent>,
+    ) {
+        let now = Instant::now();
+        let due: Vec<mio::Token> = conns
+            .iter()
+            .filter(|(_, conn)| conn.deadline().is_some_and(|d| d <= now))
+            .map(|(token, _)| token)
+            .collect();
+        for token in due {
+            let Some(conn) = conns.get_mut(token) else {
+                continue;
+            };
+            let peer = peers.entry(token).or_default();
+            let outcome = conn.on_timeout(parsed).map(|()| ReadOutcome::default());
+            let driven = drive(conn, peer, outcome, parsed);
+            settle(conns, peers, self.poll.registry(), token, driven);
+        }
+    }
+}
+
+/// After a connection was driven: its registration brought up to date,
+/// or, finished or failed, it is dropped (the socket closes).
+fn settle(
+    conns: &mut Conns<mio::net::TcpStream, Server>,
+    peers: &mut HashMap<mio::Token, Peer>,
+    registry: &mio::Registry,
+    token: mio::Token,
+    driven: Result<(), ConnError>,
+) {
+    let finished = match driven {
+        Ok(()) => !matches!(conns.settle(registry, token), Ok(None)),
+        Err(_) => true,
+    };
+    if finished {
+        conns.take(token);
+        peers.remove(&token);
+    }
+}
+
+/// Hands what one event (or timeout) brought to the application, queues
+/// its answers and writes them; reads on while the read budget ran out or
+/// reading resumed.
+fn drive(
+    conn: &mut MioConn,
+    peer: &mut Peer,
+    mut outcome: Result<ReadOutcome, ConnError>,
+    parsed: &mut Vec<ServerEvent>,
+) -> Result<(), ConnError> {
+    let mut out = Vec::new();
+    loop {
+        for event in parsed.drain(..) {
+            if !peer.app.wants_close() {
+                peer.app.on_event(event, &mut out)?;
+            }
+        }
+        let more = match outcome {
+            Ok(read) => {
+                peer.ended |= read.eof;
+                read.more
+            }
+            Err(ConnError::Protocol(e)) => {
+                peer.app.on_error(&e, &mut out);
+                false
+            }
+            Err(e) => return Err(e),
+        };
+        peer.backlog.extend(out.drain(..));
+        let resumed = pump(conn, peer)?;
+        if peer.paused || !(more || resumed) {
+            return Ok(());
+        }
+        outcome = conn.on_readable(parsed);
+    }
+}
+
+/// Moves the backlog into the write queue and writes, while the socket
+/// takes it; pauses reading while frames wait, and closes once everything
+/// is queued and the connection is over. Returns whether reading resumed
+/// (bytes may wait in the socket, and no event will say so).
+fn pump(conn: &mut MioConn, peer: &mut Peer) -> Result<bool, ConnError> {
+    loop {
+        while let Some(frame) = peer.backlog.pop_front() {
+            if let Err(rejected) = conn.conn_mut().push(frame) {
+                match rejected.when_full() {
+                    Some(frame) => peer.backlog.push_front(frame),
+                    // Closed: nothing more goes out.
+                    None => peer.backlog.clear(),
+                }
+                break;
+            }
+        }
+        let emptied = conn.on_writable()?;
+        if peer.backlog.is_empty() || !emptied {
+            break;
+        }
+    }
+    let waiting = !peer.backlog.is_empty();
+    let resumed = peer.paused && !waiting;
+    peer.paused = waiting;
+    conn.pause_reading(waiting);
+    if !waiting && (peer.ended || peer.app.wants_close()) {
+        conn.close();
+        conn.on_writable()?;
+    }
+    Ok(resumed)
+}
+
+// ----- the client -----
+
+/// One request for [`fetch`].
+#[derive(Clone, Copy, Debug)]
+pub struct Ask<'a> {
+    /// The method: `GET`, `POST`, `HEAD`.
+    pub method: &'a str,
+    /// The origin-form target: `/path?query`.
+    pub target: &'a str,
+    /// The body, sent with a Content-Length; `None` for no body.
+    pub body: Option<&'a [u8]>,
+}
+
+impl<'a> Ask<'a> {
+    /// A GET of `target`.
+    #[must_use]
+    pub fn get(target: &'a str) -> Self {
+        Self {
+            method: "GET",
+            target,
+            body: None,
+        }
+    }
+
+    /// A POST of `body` to `target`.
+    #[must_use]
+    pub fn post(target: &'a str, body: &'a [u8]) -> Self {
+        Self {
+            method: "POST",
+            target,
+            body: Some(body),
+        }
+    }
+}
+
+/// One response [`fetch`] read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Answer {
+    /// The status code.
+    pub status: u16,
+    /// The header fields, as sent.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body, whole (chunks joined).
+    pub body: Vec<u8>,
+    /// A chunked body's trailer fields.
+    pub trailers: Vec<(String, Vec<u8>)>,
+}
+
+fn fields(headers: &cleave_proto::http1::Headers) -> Vec<(String, Vec<u8>)> {
+    headers
+        .iter()
+        .map(|h| (h.name().to_owned(), h.value().to_vec()))
+        .collect()
+}
+
+/// Sends every request on one connection to `addr` at once (pipelined,
+/// with `Host: host`), then reads the responses in order; interim ones
+/// (`100 Continue`) are skipped.
+///
+/// # Errors
+///
+/// What the socket says, a response the codec refuses, or the server
+/// closing before it answered every request.
+pub async fn fetch(
+    addr: SocketAddr,
+    host: &str,
+    asks: &[Ask<'_>],
+) -> Result<Vec<Answer>, BoxError> {
+    let socket = tokio::net::TcpStream::connect(addr).await?;
+    socket.set_nodelay(true)?;
+    let mut conn = Connection::new(socket, Client::new());
+    for ask in asks {
+        let body = match ask.body {
+            Some(body) => Body::Length(u64::try_from(body.len())?),
+            None => Body::Empty,
+        };
+        let fields: [(&str, &[u8]); 1] = [("Host", host.as_bytes())];
+        let head = conn
+            .conn_mut()
+            .protocol_mut()
+            .request(ask.method, ask.target, &fields, body)?;
+        conn.send(head).await?;
+        if let Some(body) = ask.body.filter(|body| !body.is_empty()) {
+            conn.send(Bytes::copy_from_slice(body)).await?;
+        }
+    }
+    conn.flush().await?;
+    let mut answers = Vec::with_capacity(asks.len());
+    let mut current = Answer::default();
+    while answers.len() < asks.len() {
+        let Some(event) = conn.next().await else {
+            return Err(format!("the server closed after {} answers", answers.len()).into());
+        };
+        match event? {
+            ClientEvent::Interim(_) => {}
+            ClientEvent::Head(head) => {
+                current = Answer {
+                    status: head.status(),
+                    headers: fields(head.headers()),
+                    ..Answer::default()
+                };
+            }
+            ClientEvent::Data(data) => current.body.extend_from_slice(&data),
+            ClientEvent::Trailers(trailers) => current.trailers = fields(&trailers),
+            ClientEvent::End => answers.push(std::mem::take(&mut current)),
+        }
+    }
+    conn.close().await?;
+    Ok(answers)
+}
