@@ -90,7 +90,7 @@ impl BodyState {
                 // still buffered: the same however the bytes came.
                 let room = room(*received, config);
                 if room == 0 {
-                    return Err(over_body(config, *received, recv.len() as u64, recv));
+                    return Err(over_body(config, *received, 1, recv));
                 }
                 let n = usize::try_from(room).unwrap_or(usize::MAX).min(recv.len());
                 let data = recv.split_to(n)?;

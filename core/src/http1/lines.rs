@@ -48,6 +48,11 @@ impl BlockScan {
     /// `buf`, `None` while it is not. Fails on a bare CR, a bare LF (unless
     /// `bare_lf`), a line longer than `max_line` (CRLF included), or a
     /// block longer than `max` (reported as `over`).
+    ///
+    /// The verdict is the one a reader fed byte by byte reaches: a limit
+    /// fails at the first byte that cannot fit (a line or a block that
+    /// cannot end in time), before any fault past it is looked at, and
+    /// its `attempted` is the limit plus one, however many bytes came.
     pub(crate) fn scan(
         &mut self,
         buf: &[u8],
@@ -56,13 +61,39 @@ impl BlockScan {
         max: usize,
         over: Limit,
     ) -> Result<Option<usize>, Bad> {
-        while let Some(i) = memchr::memchr2(b'\r', b'\n', &buf[self.at..]) {
-            let p = self.at + i;
+        loop {
+            // The last index a byte may have without breaking a limit
+            // unless it ends the line (or the block) there.
+            let line_last = self.line.saturating_add(max_line).saturating_sub(1);
+            let last = line_last.min(max.saturating_sub(1));
+            let fail = || {
+                if line_last <= last {
+                    line_too_long(max_line, self.line)
+                } else {
+                    Bad::Limit(over, max as u64, max as u64 + 1, 0)
+                }
+            };
+            let Some(p) = memchr::memchr2(b'\r', b'\n', &buf[self.at..]).map(|i| self.at + i)
+            else {
+                self.at = buf.len();
+                return if buf.len() > last {
+                    Err(fail())
+                } else {
+                    Ok(None)
+                };
+            };
+            if p > last {
+                return Err(fail());
+            }
             let next = if buf[p] == b'\r' {
+                if p == last {
+                    // Its LF would be one byte too many.
+                    return Err(fail());
+                }
                 match buf.get(p + 1) {
                     None => {
                         self.at = p;
-                        return self.undecided(buf, max_line, max, over);
+                        return Ok(None);
                     }
                     Some(b'\n') => p + 2,
                     Some(_) => return Err(Bad::Field(HttpField::LineEnding, p)),
@@ -72,48 +103,18 @@ impl BlockScan {
             } else {
                 return Err(Bad::Field(HttpField::LineEnding, p));
             };
-            if next - self.line > max_line {
-                return Err(line_too_long(max_line, next - self.line, self.line));
-            }
-            if next > max {
-                return Err(Bad::Limit(over, max as u64, next as u64, 0));
-            }
             if p == self.line {
                 return Ok(Some(next));
             }
             self.line = next;
             self.at = next;
         }
-        self.at = buf.len();
-        self.undecided(buf, max_line, max, over)
-    }
-
-    /// No end yet: fine while the line and the block are within bounds.
-    fn undecided(
-        &self,
-        buf: &[u8],
-        max_line: usize,
-        max: usize,
-        over: Limit,
-    ) -> Result<Option<usize>, Bad> {
-        // The line's CRLF is still to come.
-        if buf.len() - self.line + 2 > max_line.saturating_add(1) {
-            return Err(line_too_long(
-                max_line,
-                buf.len() - self.line + 1,
-                self.line,
-            ));
-        }
-        if buf.len() >= max {
-            return Err(Bad::Limit(over, max as u64, buf.len() as u64 + 1, 0));
-        }
-        Ok(None)
     }
 }
 
 #[cold]
-fn line_too_long(max: usize, attempted: usize, at: usize) -> Bad {
-    Bad::Limit(Limit::LineLength, max as u64, attempted as u64, at)
+fn line_too_long(max: usize, at: usize) -> Bad {
+    Bad::Limit(Limit::LineLength, max as u64, max as u64 + 1, at)
 }
 
 /// The rules on header lines httparse does not enforce: no line after the

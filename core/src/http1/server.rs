@@ -36,6 +36,12 @@ pub enum ServerEvent {
 /// connection's queue in the order of the requests (see
 /// [`response`](crate::http1::response)).
 ///
+/// Timeouts ([`Timeouts`](crate::Timeouts)): the frame timeout runs while
+/// a head is incomplete, and a head that does not come in time is
+/// answered 408 when nothing else is queued. Body bytes come out as they
+/// arrive, so a body's pace is the idle timeout's: a body trickled slower
+/// than it ends the connection with a reset.
+///
 /// Strict as a server must be: a request that could be read two ways (a
 /// smuggling vector) ends the connection with a typed error (see
 /// [`status_for`](crate::http1::status_for) for the status to answer), the
