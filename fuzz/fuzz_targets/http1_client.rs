@@ -1,0 +1,722 @@
+//! `http1::Client` on any bytes, with any leniencies and limits, answering
+//! the requests the fuzzer records (GET, HEAD, CONNECT, POST): the whole
+//! input, one byte at a time and cut into the pieces the fuzzer picks give
+//! the same responses, the same body bytes, the same error and the same
+//! rest; and each run keeps the contracts on its own:
+//!
+//! - every head, body piece and trailer section is the bytes at its place
+//!   in the stream, and what lies between them is exactly framing
+//!   (chunk-size lines, the CRLF after chunk data); nothing consumed is
+//!   lost;
+//! - events come in order (interim responses, then a head, its data, at
+//!   most one trailer section, one end) and none after a response that
+//!   ends HTTP on the connection; each final response answers the next
+//!   recorded request;
+//! - a body is framed for the request it answers (none after HEAD, a 1xx,
+//!   204 or 304; a tunnel after a 101 or a 2xx to CONNECT; to the close
+//!   without a length), never runs past its Content-Length, its chunk
+//!   sizes or the configured limits, and ends at the close only at the end
+//!   of the stream;
+//! - an error is final: polled again it comes again, nothing consumed.
+//!
+//! The first 7 bytes choose the setup: flags (bare LF, chunk-size
+//! whitespace, repeated Content-Length, end of stream, small head limits, a
+//! body limit, recording the requests, a chunk-extension limit), two piece
+//! sizes, the head limits, the body limit, the extension limit, four
+//! methods.
+
+#![no_main]
+
+use std::time::Duration;
+
+use cleave_proto::http1::{Body, Client, ClientEvent, Headers, Http1Config, Response, Version};
+use cleave_proto::{Conn, Error};
+use libfuzzer_sys::fuzz_target;
+
+/// What the fuzzer chose besides the bytes.
+#[derive(Clone, Debug)]
+struct Setup {
+    config: Http1Config,
+    sizes: [usize; 2],
+    /// The stream ends after the input.
+    eof: bool,
+    /// The requests recorded before the responses come, in order.
+    methods: Vec<&'static str>,
+}
+
+fn setup([flags, a, b, limits, body, ext, methods]: [u8; 7]) -> Option<Setup> {
+    let mut config = Http1Config::default()
+        .allow_bare_lf(flags & 1 != 0)
+        .allow_chunk_size_whitespace(flags & 2 != 0)
+        .allow_equal_content_lengths(flags & 4 != 0);
+    if flags & 0x10 != 0 {
+        let k = usize::from(limits);
+        config = config
+            .max_line(16 + k % 32 * 8)
+            .ok()?
+            .max_head(16 + k * 8)
+            .ok()?
+            .max_headers(k % 16 + 1)
+            .ok()?
+            .max_trailers(2 + k)
+            .ok()?;
+    }
+    if flags & 0x20 != 0 {
+        config = config.max_body(Some(u64::from(body) * 2));
+    }
+    if flags & 0x80 != 0 {
+        config = config.max_chunk_extensions(u64::from(ext % 64));
+    }
+    Some(Setup {
+        config,
+        sizes: [usize::from(a % 64) + 1, usize::from(b % 64) + 1],
+        eof: flags & 8 != 0,
+        methods: if flags & 0x40 != 0 {
+            (0..4)
+                .map(|i| ["GET", "HEAD", "CONNECT", "POST"][usize::from((methods >> (2 * i)) & 3)])
+                .collect()
+        } else {
+            Vec::new()
+        },
+    })
+}
+
+/// One event as the runs compare it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Seen {
+    Interim(Response),
+    Head(Response),
+    Data(Vec<u8>),
+    Trailers(Headers),
+    End,
+}
+
+/// Everything one run saw.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Run {
+    /// Each event with the stream offset right after it.
+    events: Vec<(Seen, u64)>,
+    error: Option<Error>,
+    /// The stream offset of the first byte never consumed.
+    consumed: u64,
+    /// The bytes never consumed: the buffer, then the input never fed.
+    rest: Vec<u8>,
+    /// The requests still waiting for their response.
+    pending: usize,
+}
+
+impl Run {
+    /// The events with neighbouring data merged: the pieces of a body
+    /// depend on how the bytes arrived, their concatenation does not.
+    fn merged(&self) -> Vec<(Seen, u64)> {
+        let mut out: Vec<(Seen, u64)> = Vec::new();
+        for (seen, end) in &self.events {
+            if let (Seen::Data(more), Some((Seen::Data(data), last))) = (seen, out.last_mut()) {
+                data.extend_from_slice(more);
+                *last = *end;
+                continue;
+            }
+            out.push((seen.clone(), *end));
+        }
+        out
+    }
+}
+
+/// Feeds `pieces` (then the end of the stream if asked), polling after
+/// each until the client needs more; stops feeding at an error. Then
+/// polls once more: the same error, or nothing, and nothing consumed.
+fn run(setup: &Setup, pieces: &[&[u8]]) -> Run {
+    let now = Duration::ZERO;
+    let mut client = Client::with_config(setup.config);
+    for method in &setup.methods {
+        client.expect_response(method);
+    }
+    let mut conn = Conn::new(client, now);
+    let mut out = Run::default();
+    let mut fed = 0;
+    while fed < pieces.len() && out.error.is_none() {
+        conn.feed(pieces[fed], now)
+            .expect("the buffer takes the input");
+        fed += 1;
+        drain(&mut conn, &mut out);
+    }
+    if setup.eof && out.error.is_none() {
+        conn.handle_eof(now);
+        drain(&mut conn, &mut out);
+    }
+    let (offset, len) = (conn.recv_buf().offset(), conn.recv_buf().len());
+    let again = conn.poll_event();
+    match &out.error {
+        Some(e) => {
+            assert_eq!(again.as_ref().err(), Some(e), "the error is not final");
+            conn.handle_eof(now);
+            let last = conn.poll_event();
+            assert_eq!(last.as_ref().err(), Some(e), "not final at the end");
+        }
+        None => assert_eq!(again, Ok(None), "an event after the client said none"),
+    }
+    let after = (conn.recv_buf().offset(), conn.recv_buf().len());
+    assert_eq!(after, (offset, len), "consumed after the last event");
+    out.consumed = offset;
+    out.rest = conn.recv_buf().peek().to_vec();
+    out.rest.extend(pieces[fed..].concat());
+    out.pending = conn.protocol().pending();
+    out
+}
+
+/// Polls until the client needs more, recording each event with the
+/// offset after it.
+fn drain(conn: &mut Conn<Client>, out: &mut Run) {
+    loop {
+        let seen = match conn.poll_event() {
+            Ok(Some(ClientEvent::Interim(r))) => Seen::Interim(r),
+            Ok(Some(ClientEvent::Head(r))) => Seen::Head(r),
+            Ok(Some(ClientEvent::Data(d))) => Seen::Data(d.to_vec()),
+            Ok(Some(ClientEvent::Trailers(t))) => Seen::Trailers(t),
+            Ok(Some(ClientEvent::End)) => Seen::End,
+            Ok(None) => return,
+            Err(e) => {
+                out.error = Some(e);
+                return;
+            }
+        };
+        out.events.push((seen, conn.recv_buf().offset()));
+    }
+}
+
+/// The index of a stream offset in the input.
+fn ix(offset: u64) -> usize {
+    usize::try_from(offset).expect("an offset in memory")
+}
+
+fn len64(bytes: &[u8]) -> u64 {
+    u64::try_from(bytes.len()).expect("a length in range")
+}
+
+/// `rest` without a leading line end: CRLF, or a bare LF if allowed.
+fn strip_eol(rest: &[u8], bare_lf: bool) -> Option<&[u8]> {
+    match rest {
+        [b'\r', b'\n', tail @ ..] => Some(tail),
+        [b'\n', tail @ ..] if bare_lf => Some(tail),
+        _ => None,
+    }
+}
+
+/// A chunk-size line at the start of `gap` (after the line end of the
+/// previous chunk's data unless `first`): its size, its extension bytes,
+/// and the bytes it took. The extensions' grammar is left to the parser:
+/// here only their count matters.
+fn chunk_line(gap: &[u8], first: bool, config: &Http1Config) -> Option<(u64, u64, usize)> {
+    let bare_lf = config.get_allow_bare_lf();
+    let line = if first { gap } else { strip_eol(gap, bare_lf)? };
+    let lf = line.iter().position(|&b| b == b'\n')?;
+    let taken = gap.len() - line.len() + lf + 1;
+    let line = match line[..lf].strip_suffix(b"\r") {
+        Some(line) => line,
+        None if bare_lf => &line[..lf],
+        None => return None,
+    };
+    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if digits == 0 {
+        return None;
+    }
+    let mut size: u64 = 0;
+    for &b in &line[..digits] {
+        let d = u64::from(char::from(b).to_digit(16)?);
+        size = size.checked_mul(16)?.checked_add(d)?;
+    }
+    let mut rest = &line[digits..];
+    if config.get_allow_chunk_size_whitespace() {
+        while let [b' ' | b'\t', tail @ ..] = rest {
+            rest = tail;
+        }
+    }
+    if !(rest.is_empty() || rest[0] == b';') || rest.contains(&b'\r') {
+        return None;
+    }
+    Some((size, len64(rest), taken))
+}
+
+fn trim(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+/// The comma-separated elements of every field `name`, trimmed; empty
+/// ones kept when `empty`.
+fn elements<'h>(headers: &'h Headers, name: &'h str, empty: bool) -> Vec<&'h [u8]> {
+    headers
+        .get_all(name)
+        .flat_map(|v| v.split(|&b| b == b','))
+        .map(trim)
+        .filter(|e| empty || !e.is_empty())
+        .collect()
+}
+
+fn has_element(headers: &Headers, name: &str, token: &[u8]) -> bool {
+    elements(headers, name, false)
+        .iter()
+        .any(|e| e.eq_ignore_ascii_case(token))
+}
+
+/// Every Content-Length element as a number (`None`: not digits).
+fn content_lengths(headers: &Headers) -> Vec<Option<u64>> {
+    elements(headers, "content-length", true)
+        .into_iter()
+        .map(|e| {
+            let digits = !e.is_empty() && e.iter().all(u8::is_ascii_digit);
+            digits.then(|| std::str::from_utf8(e).ok()?.parse().ok())?
+        })
+        .collect()
+}
+
+/// The framing the headers declare agrees with the one decided.
+fn check_framing(headers: &Headers, body: Body, version: Version, config: &Http1Config) {
+    let te = headers.get("transfer-encoding").is_some();
+    let lengths = content_lengths(headers);
+    match body {
+        Body::Length(n) => {
+            assert!(n > 0 && !te, "a length body with {headers:?}");
+            assert!(!lengths.is_empty(), "a length body without Content-Length");
+            assert!(
+                lengths.iter().all(|&l| l == Some(n)),
+                "Content-Length is not {n}"
+            );
+            assert!(lengths.len() == 1 || config.get_allow_equal_content_lengths());
+            assert!(
+                config.get_max_body().is_none_or(|max| n <= max),
+                "over max_body"
+            );
+        }
+        Body::Chunked => {
+            assert!(te && lengths.is_empty() && version == Version::Http11);
+            let codings = elements(headers, "transfer-encoding", false);
+            assert_eq!(codings.len(), 1, "not chunked alone: {codings:?}");
+            assert!(codings[0].eq_ignore_ascii_case(b"chunked"));
+        }
+        Body::Empty => {
+            assert!(!te, "an empty body with Transfer-Encoding");
+            assert!(!lengths.is_empty(), "an empty body without Content-Length");
+            assert!(
+                lengths.iter().all(|&l| l == Some(0)),
+                "an empty body with a length"
+            );
+            assert!(lengths.len() == 1 || config.get_allow_equal_content_lengths());
+        }
+        Body::UntilClose => assert!(!te && lengths.is_empty(), "to the close with {headers:?}"),
+    }
+}
+
+/// A head's own shape: its line ends, its bytes, its lines against the
+/// limits, its empty line.
+fn check_head_lines(head: &[u8], config: &Http1Config) {
+    assert!(head.len() <= config.get_max_head(), "a head over max_head");
+    for line in head.split_inclusive(|&b| b == b'\n') {
+        assert!(line.len() <= config.get_max_line(), "a line over max_line");
+        let text = line.strip_suffix(b"\n").expect("a line without its end");
+        let crlf = text.strip_suffix(b"\r");
+        assert!(crlf.is_some() || config.get_allow_bare_lf(), "a bare LF");
+        let text = crlf.unwrap_or(text);
+        let control = |&b: &u8| (b < 0x20 && b != b'\t') || b == 0x7f;
+        assert!(
+            !text.iter().any(control),
+            "a control byte in {:?}",
+            text.escape_ascii().to_string()
+        );
+    }
+    let last = head.split_inclusive(|&b| b == b'\n').next_back();
+    assert!(
+        matches!(last, Some(b"\r\n" | b"\n")),
+        "a head without its empty line"
+    );
+}
+
+/// A final or interim response, answering a request with `method`.
+fn check_response(r: &Response, method: &str, config: &Http1Config) {
+    let head = r.as_bytes();
+    check_head_lines(head, config);
+    let status = r.status();
+    assert!((100..=999).contains(&status), "status {status}");
+    let line = format!("{} {status} ", r.version());
+    let after = head
+        .strip_prefix(line.as_bytes())
+        .expect("the status line as parsed");
+    let after = after
+        .strip_prefix(r.reason())
+        .expect("the reason as parsed");
+    assert!(
+        after.starts_with(b"\r\n") || after.starts_with(b"\n"),
+        "more on the status line"
+    );
+    let headers = r.headers();
+    assert_eq!(headers.iter().count(), headers.len());
+    assert!(
+        headers.len() <= config.get_max_headers(),
+        "over max_headers"
+    );
+    let switches = status == 101 || (method == "CONNECT" && (200..300).contains(&status));
+    assert_eq!(r.switches(), switches, "switches, answering {method}");
+    assert_eq!(
+        r.is_interim(),
+        (100..200).contains(&status) && status != 101
+    );
+    let bodiless =
+        method == "HEAD" || (100..200).contains(&status) || status == 204 || status == 304;
+    if bodiless || switches {
+        assert_eq!(r.body(), Body::Empty, "a body, answering {method}");
+    } else {
+        check_framing(headers, r.body(), r.version(), config);
+    }
+    let close = has_element(headers, "connection", b"close");
+    let keep_alive = match r.version() {
+        Version::Http11 => !close,
+        Version::Http10 => !close && has_element(headers, "connection", b"keep-alive"),
+    };
+    let keep_alive = keep_alive && r.body() != Body::UntilClose && !switches;
+    assert_eq!(
+        r.keep_alive(),
+        keep_alive,
+        "keep-alive against Connection and framing"
+    );
+}
+
+/// Where a response stands in the checker.
+#[derive(Debug)]
+enum State {
+    /// Between responses.
+    Idle,
+    /// Nothing more is parsed.
+    Closed,
+    Open(Open),
+}
+
+/// A response between its head and its end.
+#[derive(Debug)]
+struct Open {
+    body: Body,
+    received: u64,
+    /// Bytes left in the current chunk.
+    chunk_left: u64,
+    chunks: usize,
+    extensions: u64,
+    trailers: bool,
+    /// Parsing stops after it (close, a switch).
+    last: bool,
+}
+
+impl Open {
+    /// The chunk-size line that fills `gap` (before the data at its end,
+    /// or before the trailers or the end when `last`), counted.
+    fn chunk(&mut self, gap: &[u8], last: bool, config: &Http1Config) -> usize {
+        assert_eq!(self.chunk_left, 0, "a chunk-size line inside a chunk");
+        let (size, ext, taken) = chunk_line(gap, self.chunks == 0, config).unwrap_or_else(|| {
+            panic!("no chunk-size line in {:?}", gap.escape_ascii().to_string())
+        });
+        assert_eq!(size == 0, last, "the last chunk or not");
+        self.chunk_left = size;
+        self.chunks += 1;
+        self.extensions += ext;
+        let max = config.get_max_chunk_extensions();
+        assert!(self.extensions <= max, "past max_chunk_extensions");
+        taken
+    }
+
+    /// Whether `gap`, consumed after the last event, is a chunked body's
+    /// framing: the line end after chunk data, or that (unless first) and
+    /// a whole chunk-size line whose data has not come.
+    fn is_framing(&self, gap: &[u8], config: &Http1Config) -> bool {
+        let first = self.chunks == 0;
+        let whole_line = chunk_line(gap, first, config).is_some_and(|(.., n)| n == gap.len());
+        let eol = !first && strip_eol(gap, config.get_allow_bare_lf()) == Some(&[][..]);
+        self.body == Body::Chunked && self.chunk_left == 0 && (whole_line || eol)
+    }
+}
+
+/// Where `part`, which ends at `end`, starts: asserted to be the bytes
+/// there, and after `pos`, what is accounted for.
+fn place(input: &[u8], pos: usize, part: &[u8], end: usize) -> usize {
+    let start = end
+        .checked_sub(part.len())
+        .expect("a part longer than the stream");
+    assert!(start >= pos, "a part over bytes already accounted for");
+    assert_eq!(&input[start..end], part, "a part not at its place");
+    start
+}
+
+/// Walks one run's events over the input.
+struct Checker<'a> {
+    input: &'a [u8],
+    setup: &'a Setup,
+    /// Where the bytes accounted for end.
+    pos: usize,
+    state: State,
+    /// The requests whose responses have not come.
+    asked: std::collections::VecDeque<&'static str>,
+}
+
+impl Checker<'_> {
+    fn event(&mut self, seen: &Seen, end: u64) {
+        let end = ix(end);
+        match seen {
+            Seen::Interim(r) => self.interim(r, end),
+            Seen::Head(r) => self.head(r, end),
+            Seen::Data(d) => self.data(d, end),
+            Seen::Trailers(t) => self.trailers(t, end),
+            Seen::End => self.end(end),
+        }
+        self.pos = end;
+    }
+
+    fn open(&mut self, what: &str) -> &mut Open {
+        match &mut self.state {
+            State::Open(open) => open,
+            state => panic!("{what} in {state:?}"),
+        }
+    }
+
+    /// A head right after what is accounted for: no blank lines before a
+    /// response.
+    fn start(&self, r: &Response, end: usize) {
+        assert!(
+            matches!(self.state, State::Idle),
+            "a head in {:?}",
+            self.state
+        );
+        let start = place(self.input, self.pos, r.as_bytes(), end);
+        assert_eq!(start, self.pos, "bytes skipped before a response");
+    }
+
+    fn interim(&mut self, r: &Response, end: usize) {
+        self.start(r, end);
+        let method = self.asked.front().copied().unwrap_or("GET");
+        check_response(r, method, &self.setup.config);
+        assert!(r.is_interim(), "a final response as interim");
+    }
+
+    fn head(&mut self, r: &Response, end: usize) {
+        self.start(r, end);
+        let method = self.asked.pop_front().unwrap_or("GET");
+        check_response(r, method, &self.setup.config);
+        assert!(!r.is_interim(), "an interim response as final");
+        self.state = State::Open(Open {
+            body: r.body(),
+            received: 0,
+            chunk_left: 0,
+            chunks: 0,
+            extensions: 0,
+            trailers: false,
+            last: !r.keep_alive(),
+        });
+    }
+
+    fn data(&mut self, d: &[u8], end: usize) {
+        let (input, pos, config) = (self.input, self.pos, self.setup.config);
+        let open = self.open("data");
+        assert!(!d.is_empty(), "empty data");
+        assert!(!open.trailers, "data after trailers");
+        let start = place(input, pos, d, end);
+        let gap = &input[pos..start];
+        let len = len64(d);
+        match open.body {
+            Body::Length(n) => {
+                assert!(gap.is_empty(), "bytes skipped in a length body");
+                assert!(open.received + len <= n, "past Content-Length");
+            }
+            Body::Chunked => {
+                if gap.is_empty() {
+                    assert!(open.chunk_left > 0, "data without its chunk-size line");
+                } else {
+                    let taken = open.chunk(gap, false, &config);
+                    assert_eq!(taken, gap.len(), "more than a chunk-size line");
+                }
+                assert!(len <= open.chunk_left, "past the chunk size");
+                open.chunk_left -= len;
+            }
+            Body::UntilClose => assert!(gap.is_empty(), "bytes skipped in a body"),
+            Body::Empty => panic!("data in an empty body"),
+        }
+        open.received += len;
+        let max = config.get_max_body();
+        assert!(max.is_none_or(|max| open.received <= max), "past max_body");
+    }
+
+    fn trailers(&mut self, t: &Headers, end: usize) {
+        let (input, pos, config) = (self.input, self.pos, self.setup.config);
+        let open = self.open("trailers");
+        assert!(
+            open.body == Body::Chunked && !open.trailers,
+            "trailers in {open:?}"
+        );
+        let block = t.as_bytes();
+        let eol = if input[..end].ends_with(b"\r\n") {
+            2
+        } else {
+            1
+        };
+        assert!(eol == 2 || config.get_allow_bare_lf() && input[..end].ends_with(b"\n"));
+        let start = place(input, pos, block, end - eol);
+        let taken = open.chunk(&input[pos..start], true, &config);
+        assert_eq!(
+            pos + taken,
+            start,
+            "more than the last chunk's line before trailers"
+        );
+        assert!(
+            block.len() + eol <= config.get_max_trailers(),
+            "over max_trailers"
+        );
+        assert!(!t.is_empty() && t.len() <= config.get_max_headers());
+        assert_eq!(t.iter().count(), t.len());
+        let forbidden = ["content-length", "transfer-encoding", "host", "trailer"];
+        for h in t {
+            let name = h.name();
+            assert!(
+                !forbidden.iter().any(|f| name.eq_ignore_ascii_case(f)),
+                "{h:?} as a trailer"
+            );
+        }
+        open.trailers = true;
+    }
+
+    fn end(&mut self, end: usize) {
+        let (input, pos, setup) = (self.input, self.pos, self.setup);
+        let open = self.open("an end");
+        let gap = &input[pos..end];
+        match open.body {
+            Body::Length(n) => assert_eq!(open.received, n, "ended short of Content-Length"),
+            Body::Chunked if !open.trailers => {
+                let taken = open.chunk(gap, true, &setup.config);
+                let bare_lf = setup.config.get_allow_bare_lf();
+                let after = strip_eol(&gap[taken..], bare_lf);
+                assert_eq!(
+                    after,
+                    Some(&[][..]),
+                    "not the empty line after the last chunk"
+                );
+            }
+            Body::UntilClose => {
+                assert!(setup.eof, "ended before the close");
+                assert!(gap.is_empty(), "bytes skipped before the end");
+            }
+            _ => assert!(gap.is_empty(), "bytes skipped before the end"),
+        }
+        self.state = if open.last {
+            State::Closed
+        } else {
+            State::Idle
+        };
+    }
+
+    /// The end of the run: the bytes consumed but not in an event are
+    /// framing, the rest is what follows, the error points past what was
+    /// given.
+    fn finish(&self, run: &Run) {
+        let consumed = match &run.error {
+            Some(Error::Truncated { partial, offset }) => {
+                // Empty when the stream ended in a body whose bytes so far
+                // all came out as data.
+                assert!(run.rest.is_empty(), "truncated, yet bytes left");
+                assert_eq!(
+                    &partial[..],
+                    &self.input[ix(*offset)..],
+                    "the partial bytes"
+                );
+                assert_eq!(ix(run.consumed), self.input.len());
+                ix(*offset)
+            }
+            _ => {
+                assert_eq!(&run.rest[..], &self.input[ix(run.consumed)..], "the rest");
+                ix(run.consumed)
+            }
+        };
+        assert!(self.pos <= consumed);
+        let gap = &self.input[self.pos..consumed];
+        match &self.state {
+            State::Idle | State::Closed => assert!(gap.is_empty(), "consumed, not given"),
+            State::Open(open) => {
+                let framing = gap.is_empty() || open.is_framing(gap, &self.setup.config);
+                let gap = gap.escape_ascii().to_string();
+                assert!(framing, "{gap:?} consumed, not given: {:?}", run.error);
+            }
+        }
+        if let Some(offset) = run.error.as_ref().and_then(Error::offset) {
+            let offset = ix(offset);
+            assert!(
+                offset >= self.pos && offset <= self.input.len(),
+                "the error at {offset}"
+            );
+        }
+        if self.setup.eof && run.error.is_none() {
+            match self.state {
+                State::Idle => assert!(run.rest.is_empty(), "bytes left at the end"),
+                State::Closed => {}
+                State::Open(_) => panic!("the stream ended inside a response, without an error"),
+            }
+        }
+        let heads = run
+            .events
+            .iter()
+            .filter(|(seen, _)| matches!(seen, Seen::Head(_)));
+        let pending = self.setup.methods.len().saturating_sub(heads.count());
+        assert_eq!(run.pending, pending, "the requests still waiting");
+    }
+}
+
+/// Checks one run's own contracts.
+fn check(input: &[u8], setup: &Setup, run: &Run) {
+    let mut checker = Checker {
+        input,
+        setup,
+        pos: 0,
+        state: State::Idle,
+        asked: setup.methods.iter().copied().collect(),
+    };
+    for (seen, end) in &run.events {
+        checker.event(seen, *end);
+    }
+    checker.finish(run);
+}
+
+/// `input` in pieces whose sizes cycle through `sizes`.
+fn pieces<'a>(input: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
+    let mut out = Vec::new();
+    let mut rest = input;
+    for &size in sizes.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (piece, tail) = rest.split_at(size.min(rest.len()));
+        out.push(piece);
+        rest = tail;
+    }
+    out
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((knobs, input)) = data.split_first_chunk::<7>() else {
+        return;
+    };
+    let Some(setup) = setup(*knobs) else {
+        return;
+    };
+    let whole = run(&setup, &[input]);
+    check(input, &setup, &whole);
+    let expected = whole.merged();
+    for sizes in [&[1][..], &setup.sizes[..]] {
+        let cut = run(&setup, &pieces(input, sizes));
+        check(input, &setup, &cut);
+        assert_eq!(cut.merged(), expected, "pieces {sizes:?}: other events");
+        assert_eq!(cut.error, whole.error, "pieces {sizes:?}: another error");
+        let rest = (cut.consumed, &cut.rest);
+        assert_eq!(
+            rest,
+            (whole.consumed, &whole.rest),
+            "pieces {sizes:?}: another rest"
+        );
+    }
+});
