@@ -44,6 +44,11 @@ pub(crate) struct BlockScan {
 }
 
 impl BlockScan {
+    /// Whether nothing was looked at yet.
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.at == 0 && self.line == 0
+    }
+
     /// The length of the block (its empty line included) once it is in
     /// `buf`, `None` while it is not. Fails on a bare CR, a bare LF (unless
     /// `bare_lf`), a line longer than `max_line` (CRLF included), or a

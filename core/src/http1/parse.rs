@@ -204,19 +204,21 @@ impl<'h> Framing<'h> {
         let mut f = Framing::default();
         for h in headers {
             let name = h.name.as_bytes();
-            let value = crate::http1::head::trim_ows(h.value);
-            let at = Span::of(h.value, head).at as usize;
+            // Most fields frame nothing: the value is looked at only for
+            // those that do.
+            let value = || crate::http1::head::trim_ows(h.value);
+            let at = || Span::of(h.value, head).at as usize;
             match name.len() {
                 4 if name.eq_ignore_ascii_case(b"host") => {
                     f.hosts += 1;
-                    f.host = Some(value);
+                    f.host = Some(value());
                 }
                 6 if name.eq_ignore_ascii_case(b"expect") => {
-                    f.expect_continue |= value.eq_ignore_ascii_case(b"100-continue");
+                    f.expect_continue |= value().eq_ignore_ascii_case(b"100-continue");
                 }
                 7 if name.eq_ignore_ascii_case(b"upgrade") => f.upgrade = true,
                 10 if name.eq_ignore_ascii_case(b"connection") => {
-                    for token in elements(value) {
+                    for token in elements(value()) {
                         if token.eq_ignore_ascii_case(b"close") {
                             f.close = true;
                         } else if token.eq_ignore_ascii_case(b"keep-alive") {
@@ -228,27 +230,27 @@ impl<'h> Framing<'h> {
                 }
                 14 if name.eq_ignore_ascii_case(b"content-length") => {
                     let mut any = false;
-                    for element in value.split(|&b| b == b',') {
+                    for element in value().split(|&b| b == b',') {
                         let element = crate::http1::head::trim_ows(element);
                         let n = parse_length(element)
-                            .ok_or(Bad::Field(HttpField::ContentLength, at))?;
+                            .ok_or_else(|| Bad::Field(HttpField::ContentLength, at()))?;
                         any = true;
                         match f.content_length {
                             None => f.content_length = Some(n),
                             Some(m) if m == n && config.get_allow_equal_content_lengths() => {}
-                            Some(_) => return Err(Bad::Field(HttpField::ContentLength, at)),
+                            Some(_) => return Err(Bad::Field(HttpField::ContentLength, at())),
                         }
                     }
                     if !any {
-                        return Err(Bad::Field(HttpField::ContentLength, at));
+                        return Err(Bad::Field(HttpField::ContentLength, at()));
                     }
                 }
                 17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
                     f.te = true;
-                    for coding in elements(value) {
+                    for coding in elements(value()) {
                         if f.chunked_last {
                             // Anything after chunked (chunked again too).
-                            return Err(Bad::Field(HttpField::TransferEncoding, at));
+                            return Err(Bad::Field(HttpField::TransferEncoding, at()));
                         }
                         if coding.eq_ignore_ascii_case(b"chunked") {
                             f.chunked_last = true;
@@ -370,29 +372,75 @@ fn field_block(head: &[u8]) -> (usize, usize) {
     (first, end.max(first))
 }
 
+/// Whether every line of a head httparse took ends in CRLF: httparse
+/// takes a bare LF as a line end (and nothing else: a bare CR anywhere is
+/// its error), so each line's end is looked at, where httparse's parts
+/// say it is: after the version, after each value and the whitespace
+/// after it, and the empty line.
+fn lines_end_in_crlf(head: &[u8], target: &[u8], headers: &[httparse::Header<'_>]) -> bool {
+    let crlf_at = |at: usize| head.get(at..at + 2) == Some(b"\r\n");
+    // `HTTP/1.x` after the target and a space.
+    let version_end = Span::of(target, head).at as usize + target.len() + 9;
+    if !crlf_at(version_end) {
+        return false;
+    }
+    for h in headers {
+        let mut end = Span::of(h.value, head).at as usize + h.value.len();
+        while matches!(head.get(end), Some(b' ' | b'\t')) {
+            end += 1;
+        }
+        if !crlf_at(end) {
+            return false;
+        }
+    }
+    head.ends_with(b"\r\n")
+}
+
 /// A whole request head (`head` ends with its empty line). Nothing is
 /// taken from the buffer: the caller splits the head off once it parsed.
-pub(crate) fn parse_request(head: &[u8], config: &Http1Config) -> Result<RequestParts, Bad> {
-    let (block_at, block_end) = field_block(head);
-    check_field_lines(&head[block_at..block_end], block_at, true)?;
+///
+/// `buf` may run past the head (the fast path's first look): the head is
+/// what httparse found complete, and its length comes back.
+pub(crate) fn parse_request(
+    buf: &[u8],
+    config: &Http1Config,
+) -> Result<(usize, RequestParts), Bad> {
     let max_headers = config.get_max_headers().min(MAX_HEADERS);
     let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut []);
-    match req.parse_with_uninit_headers(head, &mut slots[..max_headers]) {
+    let parsed = req.parse_with_uninit_headers(buf, &mut slots[..max_headers]);
+    let len = match parsed {
+        Ok(httparse::Status::Complete(len)) => len,
+        _ => buf.len(),
+    };
+    let head = &buf[..len];
+    let (block_at, block_end) = field_block(head);
+    if !matches!(parsed, Ok(httparse::Status::Complete(_))) {
+        // httparse refuses every line shape cleave refuses (folding,
+        // whitespace before a colon, no colon) but names them all
+        // `HeaderName`: judge the lines only when it refused.
+        check_field_lines(&head[block_at..block_end], block_at, true)?;
+    }
+    match parsed {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => return Err(Bad::Field(HttpField::RequestLine, 0)),
         Err(e) => return Err(refused(e, head, Role::Request, max_headers)),
     }
     let method = req.method.unwrap_or_default().as_bytes();
     let target = req.path.unwrap_or_default().as_bytes();
-    // httparse takes bytes past ASCII in a target; a target is ASCII.
-    if let Some(i) = target.iter().position(|&b| !(0x21..0x7f).contains(&b)) {
+    // httparse takes bytes past ASCII in a target (and nothing below
+    // 0x21, nor DEL); a target is ASCII.
+    if let Some(i) = (!target.is_ascii())
+        .then(|| target.iter().position(|&b| !(0x21..0x7f).contains(&b)))
+        .flatten()
+    {
         return Err(Bad::Field(
             HttpField::RequestLine,
             Span::of(target, head).at as usize + i,
         ));
     }
     let version = version_of(req.version);
+    let crlf = lines_end_in_crlf(head, target, req.headers);
     let f = Framing::read(req.headers, config, head)?;
 
     // Host: one, well formed, and the target's authority if it names one.
@@ -442,16 +490,20 @@ pub(crate) fn parse_request(head: &[u8], config: &Http1Config) -> Result<Request
         f.upgrade && f.upgrade_token && version == Version::Http11,
     );
     flags.set(Flags::CONNECT, method == b"CONNECT");
-    Ok(RequestParts {
-        method: Span::of(method, head),
-        target: Span::of(target, head),
-        version,
-        block: (block_at, block_end),
-        count: req.headers.len(),
-        host: host.map(|h| Span::of(h, head)),
-        body,
-        flags,
-    })
+    Ok((
+        len,
+        RequestParts {
+            method: Span::of(method, head),
+            target: Span::of(target, head),
+            version,
+            block: (block_at, block_end),
+            count: req.headers.len(),
+            host: host.map(|h| Span::of(h, head)),
+            body,
+            flags,
+            crlf,
+        },
+    ))
 }
 
 fn request_body(f: &Framing<'_>, version: Version) -> Result<Body, Bad> {
@@ -487,6 +539,8 @@ pub(crate) struct RequestParts {
     host: Option<Span>,
     pub(crate) body: Body,
     flags: Flags,
+    /// Every line ended in CRLF (httparse also takes a bare LF).
+    pub(crate) crlf: bool,
 }
 
 impl RequestParts {
@@ -525,7 +579,6 @@ pub(crate) fn parse_response(
 ) -> Result<ResponseParts, Bad> {
     let (block_at, block_end) = field_block(head);
     let line = &head[..start_line_end(head)];
-    check_field_lines(&head[block_at..block_end], block_at, true)?;
     let max_headers = config.get_max_headers().min(MAX_HEADERS);
     let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut res = httparse::Response::new(&mut []);
@@ -534,6 +587,10 @@ pub(crate) fn parse_response(
         head,
         &mut slots[..max_headers],
     );
+    if !matches!(parsed, Ok(httparse::Status::Complete(_))) {
+        // As for requests: the line shapes only when httparse refused.
+        check_field_lines(&head[block_at..block_end], block_at, true)?;
+    }
     match parsed {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => return Err(Bad::Field(HttpField::StatusLine, 0)),

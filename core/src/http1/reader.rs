@@ -6,7 +6,9 @@
 use crate::error::{Error, Limit};
 use crate::http1::config::Http1Config;
 use crate::http1::lines::{Bad, BlockScan};
-use crate::http1::parse::{early_check, first_fault, judged_before, parse_request, Role};
+use crate::http1::parse::{
+    early_check, first_fault, judged_before, parse_request, RequestParts, Role,
+};
 use crate::recv_buf::RecvBuf;
 
 /// Where the search for one head is, resumed on every call so that a
@@ -55,6 +57,32 @@ impl HeadSearch {
             self.checked = buf.len();
         }
         Ok(found)
+    }
+
+    /// A whole request head in one parse, at the first look at it: the
+    /// common case, a head that came in one read. httparse finds where it
+    /// ends and takes no bare CR; where it took a bare LF as a line end,
+    /// its parts show (`RequestParts::crlf`); and a head no longer than a
+    /// line cannot hold a line too long. The verdict is the
+    /// line-by-line search's; anything else (a partial head, a refusal, a
+    /// long head) takes that search, which judges as the bytes came.
+    pub(crate) fn request_at_once(
+        &self,
+        buf: &[u8],
+        offset: u64,
+        config: &Http1Config,
+    ) -> Option<(usize, RequestParts)> {
+        if self.start == offset && !(self.checked == 0 && self.scan.is_fresh()) {
+            return None;
+        }
+        if matches!(buf.first(), None | Some(b'\r' | b'\n')) {
+            // httparse skips empty lines, bare LF ones too: the search
+            // judges them.
+            return None;
+        }
+        let (len, parts) = parse_request(buf, config).ok()?;
+        let fits = len <= config.get_max_head() && len <= config.get_max_line();
+        (fits && parts.crlf).then_some((len, parts))
     }
 
     /// `bad`, found with `judged` bytes of `buf` in view, as the error a

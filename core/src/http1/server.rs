@@ -168,13 +168,19 @@ impl Server {
             }
             return Ok(None);
         }
-        let Some(len) = search.poll(recv.peek(), recv.offset(), Role::Request, &self.config)?
-        else {
-            return if eof { Err(truncated(recv)) } else { Ok(None) };
+        let (len, parts) = match search.request_at_once(recv.peek(), recv.offset(), &self.config) {
+            Some(whole) => whole,
+            None => {
+                let Some(len) =
+                    search.poll(recv.peek(), recv.offset(), Role::Request, &self.config)?
+                else {
+                    return if eof { Err(truncated(recv)) } else { Ok(None) };
+                };
+                let buf = recv.peek();
+                parse_request(&buf[..len], &self.config)
+                    .map_err(|bad| search.fault(buf, len, Role::Request, bad))?
+            }
         };
-        let buf = recv.peek();
-        let parts = parse_request(&buf[..len], &self.config)
-            .map_err(|bad| search.fault(buf, len, Role::Request, bad))?;
         let request = parts.into_request(recv.split_to(len)?);
         let last = if request.is_upgrade() || request.is_connect() {
             Last::Switch {
