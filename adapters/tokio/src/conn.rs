@@ -48,11 +48,12 @@ use crate::timer::poll_deadline;
 /// write half down or making the close a reset ([`Reset`]), as the protocol
 /// chose. Drop the connection then.
 ///
-/// Memory follows readiness: a buffer that holds no block first asks the
-/// socket with no room at all, which tokio's sockets answer `Pending`
-/// until they are readable, so a silent connection allocates nothing; and
-/// when a read finds nothing, the connection gives back what it does not
-/// need ([`Conn::release_idle`]) before the task waits.
+/// Memory follows readiness: a buffer that holds no block reads into a
+/// small buffer on the stack first (2 KiB) and keeps what came in a block
+/// made for it, so a silent connection allocates nothing and a small
+/// request costs one read; and when a read finds nothing, the connection
+/// gives back what it does not need ([`Conn::release_idle`]) before the
+/// task waits.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]

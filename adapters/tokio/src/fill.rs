@@ -10,12 +10,15 @@ use std::time::Duration;
 use cleave_proto::{Conn, Protocol};
 use tokio::io::{AsyncRead, ReadBuf};
 
+/// What a read into the stack takes when the buffer holds no block: a
+/// request head, a line, a small message.
+const STACK_READ: usize = 2048;
+
 /// Reads once into `conn`'s spare room and always commits: `Ready(Ok)`
 /// when bytes (or the end of the stream) came.
 ///
-/// Memory follows readiness: a buffer that holds no block first asks the
-/// socket with no room at all, which tokio's sockets answer `Pending`
-/// until they are readable, so a silent connection allocates nothing.
+/// Memory follows readiness: a buffer that holds no block reads into the
+/// stack first, so a silent connection allocates nothing.
 pub(crate) fn poll_fill<S, P>(
     io: &mut S,
     conn: &mut Conn<P>,
@@ -27,8 +30,20 @@ where
     P: Protocol,
 {
     if conn.recv_buf().capacity() == 0 {
-        let mut probe = ReadBuf::new(&mut []);
-        ready!(Pin::new(&mut *io).poll_read(cx, &mut probe))?;
+        // No block: read into the stack. A silent connection allocates
+        // nothing, and a message that fits costs one read and a copy of
+        // its bytes into a block made to measure (not a probe, then a
+        // block, then its zeroing).
+        let mut stack = [0u8; STACK_READ];
+        let room = conn.recv_buf().remaining().clamp(1, STACK_READ);
+        let mut buf = ReadBuf::new(&mut stack[..room]);
+        ready!(Pin::new(&mut *io).poll_read(cx, &mut buf))?;
+        if buf.filled().is_empty() {
+            conn.handle_eof(now);
+        } else {
+            conn.feed(buf.filled(), now).map_err(io::Error::from)?;
+        }
+        return Poll::Ready(Ok(()));
     }
     let mut pending = false;
     let read = conn.read_with(now, |spare| {
