@@ -64,6 +64,23 @@ fn put_fields(out: &mut BytesMut, headers: &[(&str, &[u8])]) {
     }
 }
 
+/// The fields, the framing field (if any) and the empty line after the
+/// start line already in `out`: the head.
+fn finish_head(
+    mut out: BytesMut,
+    headers: &[(&str, &[u8])],
+    (name, value): (&[u8], &[u8]),
+) -> Bytes {
+    put_fields(&mut out, headers);
+    if !name.is_empty() {
+        out.put_slice(name);
+        out.put_slice(value);
+        out.put_slice(b"\r\n");
+    }
+    out.put_slice(b"\r\n");
+    out.freeze()
+}
+
 /// A decimal number into `buf`, right-aligned: the digits.
 fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
@@ -131,14 +148,7 @@ pub fn request(
     out.put_u8(b' ');
     out.put_slice(target.as_bytes());
     out.put_slice(b" HTTP/1.1\r\n");
-    put_fields(&mut out, headers);
-    if !name.is_empty() {
-        out.put_slice(name);
-        out.put_slice(value);
-        out.put_slice(b"\r\n");
-    }
-    out.put_slice(b"\r\n");
-    Ok(out.freeze())
+    Ok(finish_head(out, headers, (name, value)))
 }
 
 /// A response head: `HTTP/1.1 status reason`, the fields as given, then
@@ -192,14 +202,7 @@ pub fn response(
     out.put_u8(b' ');
     out.put_slice(reason.as_bytes());
     out.put_slice(b"\r\n");
-    put_fields(&mut out, headers);
-    if !name.is_empty() {
-        out.put_slice(name);
-        out.put_slice(value);
-        out.put_slice(b"\r\n");
-    }
-    out.put_slice(b"\r\n");
-    Ok(out.freeze())
+    Ok(finish_head(out, headers, (name, value)))
 }
 
 /// One chunk of a chunked body: the size line and the CRLF after the data

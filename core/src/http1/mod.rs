@@ -66,7 +66,7 @@ mod encode;
 mod head;
 pub(crate) mod host;
 mod lines;
-mod parse;
+pub(crate) mod parse;
 pub(crate) mod reader;
 mod routed;
 mod server;

@@ -7,6 +7,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, HttpField, InvalidInput, Limit};
 
+use crate::http1::parse::NEVER_IN_HEAD;
 use crate::sniff::Sniff;
 
 mod head;
@@ -67,19 +68,6 @@ pub fn sniff(data: &[u8], max_len: usize, max_headers: usize) -> Sniff<RequestHe
     sniffer.sniff(data, max_len, max_headers);
     sniffer.answer
 }
-
-/// The bytes no request head may hold anywhere: control characters but
-/// `\t`, `\r` and `\n`, and DEL. httparse refuses each of them wherever
-/// it stands (token, target, version, header name or value).
-static NEVER_IN_HEAD: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        table[b] = (b < 0x20 && !matches!(b, 0x09 | 0x0a | 0x0d)) || b == 0x7f;
-        b += 1;
-    }
-    table
-};
 
 /// New bytes from which a [`Sniffer`] looks for the end of the head before
 /// it judges lines: a whole head, or a large piece of one.
