@@ -10,8 +10,9 @@ use crate::error::Error;
 use crate::http1::body::{truncated, BodyState, Piece};
 use crate::http1::config::Http1Config;
 use crate::http1::encode;
+use crate::http1::faults::Role;
 use crate::http1::head::{Body, Headers, Response};
-use crate::http1::parse::{parse_response, Asked, Role};
+use crate::http1::parse::{parse_response, Asked};
 use crate::http1::reader::HeadSearch;
 use crate::recv_buf::RecvBuf;
 

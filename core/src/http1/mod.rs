@@ -63,6 +63,8 @@ mod body;
 mod client;
 mod config;
 mod encode;
+mod faults;
+mod framing;
 mod head;
 pub(crate) mod host;
 mod lines;

@@ -5,10 +5,9 @@
 
 use crate::error::{Error, Limit};
 use crate::http1::config::Http1Config;
+use crate::http1::faults::{early_check, first_fault, judged_before, Role};
 use crate::http1::lines::{Bad, BlockScan};
-use crate::http1::parse::{
-    early_check, first_fault, judged_before, parse_request, RequestParts, Role,
-};
+use crate::http1::parse::{parse_request, RequestParts};
 use crate::recv_buf::RecvBuf;
 
 /// Where the search for one head is, resumed on every call so that a

@@ -6,8 +6,9 @@ use crate::conn::{Close, Phase, Protocol, Wire};
 use crate::error::{Error, Timeout};
 use crate::http1::body::{truncated, BodyState, Piece};
 use crate::http1::config::Http1Config;
+use crate::http1::faults::Role;
 use crate::http1::head::{Headers, Request};
-use crate::http1::parse::{parse_request, Role};
+use crate::http1::parse::parse_request;
 use crate::http1::reader::{skip_empty_lines, HeadSearch};
 use crate::recv_buf::RecvBuf;
 

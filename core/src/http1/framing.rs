@@ -1,0 +1,153 @@
+//! The fields that frame and route a message (Content-Length,
+//! Transfer-Encoding, Host, Connection, Upgrade, Expect), read in one
+//! pass over httparse's headers, and the body's framing they decide
+//! (RFC 9112, section 6.3).
+
+use crate::error::HttpField;
+use crate::http1::config::Http1Config;
+use crate::http1::head::{Body, Span, Version};
+use crate::http1::lines::Bad;
+
+/// What the framing headers said, read in one pass.
+#[derive(Default)]
+pub(crate) struct Framing<'h> {
+    pub(crate) content_length: Option<u64>,
+    /// Transfer-Encoding was present (even if empty).
+    pub(crate) te: bool,
+    /// `chunked` was the last coding.
+    pub(crate) chunked_last: bool,
+    /// A coding other than `chunked`.
+    pub(crate) other_coding: bool,
+    pub(crate) host: Option<&'h [u8]>,
+    pub(crate) hosts: u32,
+    pub(crate) close: bool,
+    pub(crate) keep_alive: bool,
+    pub(crate) upgrade_token: bool,
+    pub(crate) upgrade: bool,
+    pub(crate) expect_continue: bool,
+}
+
+/// The comma-separated elements of a list value, without whitespace;
+/// empty elements are skipped (RFC 9110, section 5.6.1).
+fn elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value
+        .split(|&b| b == b',')
+        .map(crate::http1::head::trim_ows)
+        .filter(|e| !e.is_empty())
+}
+
+/// A Content-Length value: digits only, no overflow.
+fn parse_length(value: &[u8]) -> Option<u64> {
+    if value.is_empty() {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &b in value {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+    }
+    Some(n)
+}
+
+impl<'h> Framing<'h> {
+    /// Reads the fields that frame and route a message.
+    pub(crate) fn read(
+        headers: &[httparse::Header<'h>],
+        config: &Http1Config,
+        head: &[u8],
+    ) -> Result<Self, Bad> {
+        let mut f = Framing::default();
+        for h in headers {
+            let name = h.name.as_bytes();
+            // Most fields frame nothing: the value is looked at only for
+            // those that do.
+            let value = || crate::http1::head::trim_ows(h.value);
+            let at = || Span::of(h.value, head).at as usize;
+            match name.len() {
+                4 if name.eq_ignore_ascii_case(b"host") => {
+                    f.hosts += 1;
+                    f.host = Some(value());
+                }
+                6 if name.eq_ignore_ascii_case(b"expect") => {
+                    f.expect_continue |= value().eq_ignore_ascii_case(b"100-continue");
+                }
+                7 if name.eq_ignore_ascii_case(b"upgrade") => f.upgrade = true,
+                10 if name.eq_ignore_ascii_case(b"connection") => {
+                    for token in elements(value()) {
+                        if token.eq_ignore_ascii_case(b"close") {
+                            f.close = true;
+                        } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                            f.keep_alive = true;
+                        } else if token.eq_ignore_ascii_case(b"upgrade") {
+                            f.upgrade_token = true;
+                        }
+                    }
+                }
+                14 if name.eq_ignore_ascii_case(b"content-length") => {
+                    let mut any = false;
+                    for element in value().split(|&b| b == b',') {
+                        let element = crate::http1::head::trim_ows(element);
+                        let n = parse_length(element)
+                            .ok_or_else(|| Bad::Field(HttpField::ContentLength, at()))?;
+                        any = true;
+                        match f.content_length {
+                            None => f.content_length = Some(n),
+                            Some(m) if m == n && config.get_allow_equal_content_lengths() => {}
+                            Some(_) => return Err(Bad::Field(HttpField::ContentLength, at())),
+                        }
+                    }
+                    if !any {
+                        return Err(Bad::Field(HttpField::ContentLength, at()));
+                    }
+                }
+                17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                    f.te = true;
+                    for coding in elements(value()) {
+                        if f.chunked_last {
+                            // Anything after chunked (chunked again too).
+                            return Err(Bad::Field(HttpField::TransferEncoding, at()));
+                        }
+                        if coding.eq_ignore_ascii_case(b"chunked") {
+                            f.chunked_last = true;
+                        } else {
+                            f.other_coding = true;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(f)
+    }
+
+    pub(crate) fn keep_alive(&self, version: Version) -> bool {
+        match version {
+            Version::Http11 => !self.close,
+            Version::Http10 => self.keep_alive && !self.close,
+        }
+    }
+}
+
+pub(crate) fn request_body(f: &Framing<'_>, version: Version) -> Result<Body, Bad> {
+    if f.te {
+        if f.content_length.is_some() {
+            return Err(Bad::Field(HttpField::BothFraming, 0));
+        }
+        if version == Version::Http10 {
+            return Err(Bad::Field(HttpField::TransferEncoding, 0));
+        }
+        if f.other_coding {
+            return Err(Bad::Field(HttpField::TransferCoding, 0));
+        }
+        if !f.chunked_last {
+            return Err(Bad::Field(HttpField::TransferEncoding, 0));
+        }
+        return Ok(Body::Chunked);
+    }
+    Ok(match f.content_length {
+        Some(0) | None => Body::Empty,
+        Some(n) => Body::Length(n),
+    })
+}
