@@ -108,6 +108,21 @@ impl BodyState {
     }
 }
 
+/// The next piece of the current message: its body's, or its end at once
+/// when it has none (`body` is `None`).
+pub(crate) fn next_piece(
+    body: &mut Option<BodyState>,
+    recv: &mut RecvBuf,
+    eof: bool,
+    config: &Http1Config,
+    received: &mut u64,
+) -> Result<Option<Piece>, Error> {
+    match body {
+        None => Ok(Some(Piece::End)),
+        Some(body) => body.poll(recv, eof, config, received),
+    }
+}
+
 /// Up to `remaining` bytes as one view; `None` when none are buffered
 /// (a truncation at the end of the stream).
 fn take(recv: &mut RecvBuf, remaining: u64, eof: bool) -> Result<Option<Bytes>, Error> {

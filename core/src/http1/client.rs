@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use crate::conn::{Phase, Protocol, Wire};
 use crate::error::Error;
-use crate::http1::body::{truncated, BodyState, Piece};
+use crate::http1::body::{next_piece, truncated, BodyState, Piece};
 use crate::http1::config::Http1Config;
 use crate::http1::encode;
 use crate::http1::faults::Role;
@@ -197,20 +197,16 @@ impl Protocol for Client {
             State::Head { .. } => self.head(recv, eof),
             State::Body { body, last } => {
                 let last = *last;
-                let piece = match body {
-                    None => Ok(Some(Piece::End)),
-                    Some(body) => body.poll(recv, eof, &self.config, &mut self.received),
-                };
-                match piece {
-                    Ok(Some(Piece::Data(data))) => Ok(Some(ClientEvent::Data(data))),
-                    Ok(Some(Piece::Trailers(t))) => Ok(Some(ClientEvent::Trailers(t))),
-                    Ok(Some(Piece::End)) => {
-                        self.state = if last { State::Done } else { fresh() };
-                        Ok(Some(ClientEvent::End))
-                    }
-                    Ok(None) => Ok(None),
-                    Err(e) => Err(e),
-                }
+                next_piece(body, recv, eof, &self.config, &mut self.received).map(|piece| {
+                    piece.map(|piece| match piece {
+                        Piece::Data(data) => ClientEvent::Data(data),
+                        Piece::Trailers(t) => ClientEvent::Trailers(t),
+                        Piece::End => {
+                            self.state = if last { State::Done } else { fresh() };
+                            ClientEvent::End
+                        }
+                    })
+                })
             }
             State::Done => Ok(None),
         };

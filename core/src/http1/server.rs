@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use crate::conn::{Close, Phase, Protocol, Wire};
 use crate::error::{Error, Timeout};
-use crate::http1::body::{truncated, BodyState, Piece};
+use crate::http1::body::{next_piece, truncated, BodyState, Piece};
 use crate::http1::config::Http1Config;
 use crate::http1::faults::Role;
 use crate::http1::head::{Headers, Request};
@@ -223,23 +223,19 @@ impl Protocol for Server {
             State::Head { .. } => self.head(recv, eof),
             State::Body { body, last } => {
                 let last = *last;
-                let piece = match body {
-                    None => Ok(Some(Piece::End)),
-                    Some(body) => body.poll(recv, eof, &self.config, &mut self.received),
-                };
-                match piece {
-                    Ok(Some(Piece::Data(data))) => Ok(Some(ServerEvent::Data(data))),
-                    Ok(Some(Piece::Trailers(t))) => Ok(Some(ServerEvent::Trailers(t))),
-                    Ok(Some(Piece::End)) => {
-                        self.state = match last {
-                            Last::No => fresh(),
-                            last => State::Done(last),
-                        };
-                        Ok(Some(ServerEvent::End))
-                    }
-                    Ok(None) => Ok(None),
-                    Err(e) => Err(e),
-                }
+                next_piece(body, recv, eof, &self.config, &mut self.received).map(|piece| {
+                    piece.map(|piece| match piece {
+                        Piece::Data(data) => ServerEvent::Data(data),
+                        Piece::Trailers(t) => ServerEvent::Trailers(t),
+                        Piece::End => {
+                            self.state = match last {
+                                Last::No => fresh(),
+                                last => State::Done(last),
+                            };
+                            ServerEvent::End
+                        }
+                    })
+                })
             }
             State::Done(_) => Ok(None),
         };
