@@ -8,18 +8,17 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use cleave_proto::conn::{Framed, Shutdown};
+use cleave_proto::conn::Framed;
 use cleave_proto::write::Push;
 use cleave_proto::{Conn, ConnConfig, Decoder, NoFrames, NoSwitch, Protocol, Session, Ticket};
 use futures_core::Stream;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::time::{Instant, Sleep};
 
-use crate::drain::{poll_drain, ConnOutbox};
+use crate::drain::{poll_drain, poll_end};
 use crate::error::ConnError;
 use crate::fill::poll_fill;
 use crate::reset::Reset;
-use crate::timer::poll_deadline;
+use crate::timer::Clock;
 
 /// One connection: a socket `S` and the core's [`Conn`] running protocol
 /// `P`, driven from tokio. A `Stream` of the protocol's events; the same
@@ -79,10 +78,7 @@ use crate::timer::poll_deadline;
 pub struct Connection<S, P> {
     io: S,
     conn: Conn<P>,
-    /// The start of the core's clock: `now` is `base.elapsed()`.
-    base: Instant,
-    /// The timer for `conn.poll_timeout()`, made on first use.
-    sleep: Option<Pin<Box<Sleep>>>,
+    clock: Clock,
     /// The stream gave its final error, or its end.
     ended: bool,
 }
@@ -107,12 +103,10 @@ impl<S, P: Protocol> Connection<S, P> {
     /// of [`into_parts`](Self::into_parts)): its clock goes on from its
     /// latest reading ([`Conn::now`]).
     pub fn from_conn(io: S, conn: Conn<P>) -> Self {
-        let now = Instant::now();
         Self {
             io,
-            base: now.checked_sub(conn.now()).unwrap_or(now),
+            clock: Clock::starting_at(conn.now()),
             conn,
-            sleep: None,
             ended: false,
         }
     }
@@ -151,8 +145,7 @@ impl<S, P: Protocol> Connection<S, P> {
         Connection {
             io: self.io,
             conn: self.conn.switch(next),
-            base: self.base,
-            sleep: self.sleep,
+            clock: self.clock,
             ended: false,
         }
     }
@@ -173,21 +166,11 @@ impl<S, P: Protocol> Connection<S, P> {
             }
         }
     }
-
-    fn now(&self) -> Duration {
-        self.base.elapsed()
-    }
-
-    /// Arms the timer for the core's next deadline; `Ready(deadline)` once
-    /// it passed.
-    fn poll_timer(&mut self, cx: &mut Context<'_>) -> Poll<Duration> {
-        poll_deadline(&mut self.sleep, self.base, self.conn.poll_timeout(), cx)
-    }
 }
 
 impl<S, P> Connection<S, P>
 where
-    S: AsyncRead + AsyncWrite + Reset + Unpin,
+    S: AsyncWrite + Reset + Unpin,
     P: Protocol,
 {
     /// Writes what is queued, then shuts the write half down or resets the
@@ -198,29 +181,14 @@ where
     ///
     /// What the socket says; writing fails then (the queue is dropped).
     pub fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnError>> {
-        let now = self.now();
-        let mut out = ConnOutbox {
-            conn: &mut self.conn,
-            now,
-        };
-        if let Err(e) = ready!(poll_drain(&mut self.io, &mut out, cx)) {
+        let now = self.clock.now();
+        let mut done = ready!(poll_drain(&mut self.io, &mut self.conn, now, cx));
+        if done.is_ok() {
+            done = ready!(poll_end(&mut self.io, &mut self.conn, cx)).map(drop);
+        }
+        if let Err(e) = done {
             self.conn.handle_write_error(now);
             return Poll::Ready(Err(e.into()));
-        }
-        match self.conn.poll_shutdown() {
-            None => {}
-            Some(Shutdown::Write) => {
-                if let Err(e) = ready!(Pin::new(&mut self.io).poll_shutdown(cx)) {
-                    self.conn.handle_write_error(now);
-                    return Poll::Ready(Err(e.into()));
-                }
-                self.conn.handle_shutdown();
-            }
-            Some(Shutdown::Reset) => {
-                // Best effort: where there is no reset, the close is clean.
-                let _ = self.io.reset_on_close();
-                self.conn.handle_shutdown();
-            }
         }
         Poll::Ready(Ok(()))
     }
@@ -312,7 +280,7 @@ where
                 return Poll::Ready(None);
             }
             if this.conn.wants_read() {
-                let now = this.now();
+                let now = this.clock.now();
                 match poll_fill(&mut this.io, &mut this.conn, cx, now) {
                     Poll::Ready(Ok(())) => continue,
                     Poll::Ready(Err(e)) => {
@@ -323,9 +291,8 @@ where
                     Poll::Pending => this.conn.release_idle(),
                 }
             }
-            match this.poll_timer(cx) {
-                // The timer may wake a hair early: the deadline has come.
-                Poll::Ready(due) => this.conn.handle_timeout(this.now().max(due)),
+            match this.clock.poll(this.conn.poll_timeout(), cx) {
+                Poll::Ready(now) => this.conn.handle_timeout(now),
                 Poll::Pending => return Poll::Pending,
             }
         }

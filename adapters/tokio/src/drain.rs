@@ -1,62 +1,21 @@
-//! The one drain: what a queue (or a connection's queue) holds goes into
-//! an `AsyncWrite` with vectored writes, until it is empty or the writer
-//! would block. The same-task [`Writer`](crate::Writer), the cross-task
-//! writer task and the [`Connection`](crate::Connection) all write through
-//! it.
+//! The write side of a connection, for every driver here (the same-task
+//! [`Connection`](crate::Connection) and [`Writer`](crate::Writer), the
+//! spawned driver behind the handles): what the queue holds goes into an
+//! `AsyncWrite` with vectored writes, then the write half is shut down or
+//! reset when the core asks.
 
-use std::io::{self, IoSlice};
+use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use cleave_proto::conn::SLICES;
-use cleave_proto::{Conn, Protocol, WriteQueue};
+use cleave_proto::conn::Shutdown;
+use cleave_proto::{Conn, Protocol};
 use tokio::io::AsyncWrite;
 
-/// What a drain writes from: it hands `write` the next slices (never
-/// none) and advances by what `write` took; `Ok(0)` without calling it
-/// when nothing is left.
-pub(crate) trait Outbox {
-    fn write_once(
-        &mut self,
-        write: impl FnOnce(&[IoSlice<'_>]) -> io::Result<usize>,
-    ) -> io::Result<usize>;
-}
+use crate::reset::Reset;
 
-impl Outbox for WriteQueue {
-    fn write_once(
-        &mut self,
-        write: impl FnOnce(&[IoSlice<'_>]) -> io::Result<usize>,
-    ) -> io::Result<usize> {
-        let written = {
-            let mut slices = [IoSlice::new(&[]); SLICES];
-            let n = self.io_slices(&mut slices);
-            if n == 0 {
-                return Ok(0);
-            }
-            write(&slices[..n])?
-        };
-        self.advance(written)?;
-        Ok(written)
-    }
-}
-
-/// A connection's queue, with the time the writes are made at.
-pub(crate) struct ConnOutbox<'a, P> {
-    pub(crate) conn: &'a mut Conn<P>,
-    pub(crate) now: Duration,
-}
-
-impl<P: Protocol> Outbox for ConnOutbox<'_, P> {
-    fn write_once(
-        &mut self,
-        write: impl FnOnce(&[IoSlice<'_>]) -> io::Result<usize>,
-    ) -> io::Result<usize> {
-        self.conn.write_with(self.now, write)
-    }
-}
-
-/// Writes what `out` holds into `io` until nothing is left (`Ready`) or
+/// Writes what `conn` holds into `io` until nothing is left (`Ready`) or
 /// the writer would block (`Pending`), with vectored writes when the
 /// writer supports them.
 ///
@@ -64,21 +23,21 @@ impl<P: Protocol> Outbox for ConnOutbox<'_, P> {
 ///
 /// What the writer says; `WriteZero` when it takes nothing, and
 /// `InvalidData` when it claims more than it was given (nothing is
-/// advanced then: no ticket completes on a lie).
-pub(crate) fn poll_drain<W, O>(
+/// advanced then: no ticket completes on a lie). The caller records it.
+pub(crate) fn poll_drain<W, P>(
     io: &mut W,
-    out: &mut O,
+    conn: &mut Conn<P>,
+    now: Duration,
     cx: &mut Context<'_>,
 ) -> Poll<io::Result<()>>
 where
-    W: AsyncWrite + Unpin + ?Sized,
-    O: Outbox,
+    W: AsyncWrite + Unpin,
+    P: Protocol,
 {
     loop {
         let mut blocked = false;
-        let written = out.write_once(|slices| {
+        let written = conn.write_with(now, |slices| {
             let mut io = Pin::new(&mut *io);
-            // What the writer was offered: all slices, or only the first.
             let (poll, offered) = if io.is_write_vectored() {
                 let offered = slices.iter().map(|s| s.len()).sum();
                 (io.as_mut().poll_write_vectored(cx, slices), offered)
@@ -105,4 +64,27 @@ where
             return Poll::Ready(Ok(()));
         }
     }
+}
+
+/// Does what the core's [`poll_shutdown`](Conn::poll_shutdown) asks, if
+/// anything, and says what was done: a shutdown of the write half (`FIN`),
+/// or a reset on close where the socket has one (best effort: where it has
+/// not, the close is clean).
+pub(crate) fn poll_end<W, P>(
+    io: &mut W,
+    conn: &mut Conn<P>,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<Option<Shutdown>>>
+where
+    W: AsyncWrite + Reset + Unpin,
+    P: Protocol,
+{
+    let how = conn.poll_shutdown();
+    match how {
+        None => return Poll::Ready(Ok(None)),
+        Some(Shutdown::Write) => ready!(Pin::new(io).poll_shutdown(cx))?,
+        Some(Shutdown::Reset) => drop(io.reset_on_close()),
+    }
+    conn.handle_shutdown();
+    Poll::Ready(Ok(how))
 }

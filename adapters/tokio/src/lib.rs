@@ -96,7 +96,6 @@ mod conn;
 mod drain;
 mod error;
 mod fill;
-mod handle;
 mod reset;
 mod spawn;
 mod timer;
@@ -107,9 +106,8 @@ mod writer;
 pub use codec::TokioCodec;
 pub use conn::{Connection, FrameReader, SessionReader};
 pub use error::{ConnError, WriteError};
-pub use handle::{spawn_writer, WriteHandle, Written};
 pub use reset::Reset;
-pub use spawn::{spawn_connection, ConnHandle, Events};
+pub use spawn::{spawn_connection, spawn_writer, ConnHandle, Events, WriteHandle};
 pub use tunnel::{tunnel, tunnel_with, TunnelConfig};
 pub use writer::Writer;
 

@@ -1,15 +1,18 @@
-//! The same-task write driver for a write half with no protocol: the
-//! task that owns it drains the queue.
+//! A write half with no protocol: a [`Connection`] that reads nothing,
+//! driven by the task that owns it.
 
 use std::future::poll_fn;
-use std::io;
+use std::io::{self, IoSlice};
+use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
+use cleave_proto::conn::WriteOnly;
 use cleave_proto::write::Push;
-use cleave_proto::{Lane, Refusal, Rejected, Ticket, WriteQueue, WriteQueueConfig};
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use cleave_proto::{Conn, ConnConfig, Refusal, Rejected, Ticket, WriteQueue, WriteQueueConfig};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::drain::poll_drain;
+use crate::{Connection, Reset};
 
 /// A writer and its [`WriteQueue`], driven by the task that owns them.
 ///
@@ -37,43 +40,40 @@ use crate::drain::poll_drain;
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct Writer<W> {
-    io: W,
-    queue: WriteQueue,
-}
+pub struct Writer<W>(Connection<WriteHalf<W>, WriteOnly>);
 
 impl<W: AsyncWrite + Unpin> Writer<W> {
-    /// A writer with the default queue.
+    /// A writer with a default queue.
     pub fn new(io: W) -> Self {
         Self::with_config(io, WriteQueueConfig::default())
     }
 
-    /// A writer with the given queue limits.
+    /// A writer whose queue has the given limits.
     pub fn with_config(io: W, config: WriteQueueConfig) -> Self {
-        Self {
-            io,
-            queue: WriteQueue::with_config(config),
-        }
+        let config = ConnConfig::default().write_queue(config);
+        let conn = Conn::with_config(WriteOnly, config, Duration::ZERO);
+        Self(Connection::from_conn(WriteHalf(io), conn))
     }
 
-    /// The queue.
+    /// The queue: tickets, marks, room.
     pub fn queue(&self) -> &WriteQueue {
-        &self.queue
+        self.0.conn().queue()
     }
 
-    /// The queue, to push, close or inspect it.
+    /// The queue, to push through (`push_to`, `try_reserve`) or close.
     pub fn queue_mut(&mut self) -> &mut WriteQueue {
-        &mut self.queue
+        self.0.conn_mut().queue_mut()
     }
 
     /// The writer.
     pub fn get_ref(&self) -> &W {
-        &self.io
+        &self.0.get_ref().0
     }
 
-    /// The writer and what was not written yet.
+    /// The writer and the queue (what it still holds, its tickets' marks).
     pub fn into_parts(self) -> (W, WriteQueue) {
-        (self.io, self.queue)
+        let (io, conn) = self.0.into_parts();
+        (io.0, conn.into_parts().2)
     }
 
     /// Queues `item` (bytes or a frame) in the bulk lane.
@@ -83,7 +83,7 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     /// It comes back when the lane is full or the queue closed.
     #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
     pub fn push<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
-        self.queue.push_to(Lane::Bulk, item)
+        self.0.conn_mut().push(item)
     }
 
     /// Queues `item` in the urgent lane: ahead of queued bulk data, never
@@ -94,7 +94,7 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     /// As [`push`](Self::push), against the urgent lane's limits.
     #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
     pub fn push_urgent<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
-        self.queue.push_to(Lane::Urgent, item)
+        self.0.conn_mut().push_urgent(item)
     }
 
     /// Queues `item` in the bulk lane, writing first to make room while the
@@ -105,25 +105,17 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     /// What the writer says; `BrokenPipe` once the queue is closed (the
     /// item is dropped then: use [`push`](Self::push) to keep it).
     pub async fn send<I: Push>(&mut self, item: I) -> io::Result<Ticket> {
-        let mut item = item;
-        loop {
-            item = match self.queue.push_to(Lane::Bulk, item) {
-                Ok(ticket) => return Ok(ticket),
-                // Closed: nothing more goes out.
-                Err(rejected) => rejected.when_full().ok_or(io::ErrorKind::BrokenPipe)?,
-            };
-            self.drain().await?;
-        }
+        Ok(self.0.send(item).await?)
     }
 
     /// Writes what is queued from a `poll` method: `Ready` once the queue
-    /// is empty.
+    /// is empty (and the writer shut down, after [`close`](Self::close)).
     ///
     /// # Errors
     ///
     /// What the writer says.
     pub fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        poll_drain(&mut self.io, &mut self.queue, cx)
+        self.0.poll_drain(cx).map_err(io::Error::from)
     }
 
     /// Writes everything queued.
@@ -144,10 +136,7 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     ///
     /// What the writer says.
     pub async fn flush(&mut self) -> io::Result<()> {
-        self.drain().await?;
-        self.io.flush().await?;
-        self.queue.release_idle();
-        Ok(())
+        Ok(self.0.flush().await?)
     }
 
     /// Closes the queue, writes what it holds, and shuts the writer down.
@@ -156,8 +145,58 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     ///
     /// What the writer says.
     pub async fn close(&mut self) -> io::Result<()> {
-        self.queue.close();
-        self.flush().await?;
-        self.io.shutdown().await
+        Ok(self.0.close().await?)
+    }
+}
+
+/// Any writer as the socket of a connection that reads nothing: nothing
+/// to read, and no reset (a write-only connection asks for none unless
+/// told to, [`Conn::reset`], and then closes cleanly).
+#[derive(Debug)]
+pub(crate) struct WriteHalf<W>(pub(crate) W);
+
+impl<W> AsyncRead for WriteHalf<W> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        _: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<W> Reset for WriteHalf<W> {
+    fn reset_on_close(&self) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for WriteHalf<W> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
     }
 }

@@ -9,6 +9,38 @@ use crate::error::{Error, Refusal, Rejected};
 use crate::recv_buf::RecvBuf;
 use crate::write::{Lane, Push, Ticket, WriteQueue};
 
+impl<P> Conn<P> {
+    // ----- parts -----
+
+    /// The receive buffer: the bytes not consumed yet.
+    #[must_use]
+    pub fn recv_buf(&self) -> &RecvBuf {
+        &self.recv
+    }
+
+    /// The write queue.
+    #[must_use]
+    pub fn queue(&self) -> &WriteQueue {
+        &self.send
+    }
+
+    /// The write queue, to push, close or inspect it.
+    pub fn queue_mut(&mut self) -> &mut WriteQueue {
+        &mut self.send
+    }
+
+    /// The protocol.
+    #[must_use]
+    pub fn protocol(&self) -> &P {
+        &self.protocol
+    }
+
+    /// The protocol, to reconfigure it between events.
+    pub fn protocol_mut(&mut self) -> &mut P {
+        &mut self.protocol
+    }
+}
+
 impl<P: Protocol> Conn<P> {
     // ----- the application's writes -----
 
@@ -125,36 +157,6 @@ impl<P: Protocol> Conn<P> {
     #[must_use]
     pub fn now(&self) -> Duration {
         Duration::from_nanos(self.clock.now)
-    }
-
-    // ----- parts -----
-
-    /// The receive buffer: the bytes not consumed yet.
-    #[must_use]
-    pub fn recv_buf(&self) -> &RecvBuf {
-        &self.recv
-    }
-
-    /// The write queue.
-    #[must_use]
-    pub fn queue(&self) -> &WriteQueue {
-        &self.send
-    }
-
-    /// The write queue, to push, close or inspect it.
-    pub fn queue_mut(&mut self) -> &mut WriteQueue {
-        &mut self.send
-    }
-
-    /// The protocol.
-    #[must_use]
-    pub fn protocol(&self) -> &P {
-        &self.protocol
-    }
-
-    /// The protocol, to reconfigure it between events.
-    pub fn protocol_mut(&mut self) -> &mut P {
-        &mut self.protocol
     }
 
     /// The timeouts.

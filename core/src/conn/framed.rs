@@ -1,5 +1,6 @@
-//! The simplest protocols: [`Framed`] (a decoder's frames) and [`Raw`]
-//! (the bytes as they come, for a tunnel).
+//! The simplest protocols: [`Framed`] (a decoder's frames), [`Raw`] (the
+//! bytes as they come, for a tunnel) and [`WriteOnly`] (nothing read, for
+//! a write half).
 
 use bytes::Bytes;
 
@@ -131,5 +132,35 @@ impl Protocol for Raw {
         } else {
             Phase::Tunnel
         }
+    }
+}
+
+/// Reads nothing: a connection that only writes (a socket's write half, a
+/// stream the peer never answers on). The connection never asks for a
+/// read, gives no event, and is over once its queue is closed and written.
+///
+/// ```
+/// use cleave_proto::conn::{Conn, WriteOnly};
+/// use cleave_proto::Bytes;
+/// use core::time::Duration;
+///
+/// let mut out = Conn::new(WriteOnly, Duration::ZERO);
+/// assert!(!out.wants_read());
+/// out.push(Bytes::from_static(b"hello"))?;
+/// assert!(out.wants_write());
+/// # Ok::<(), cleave_proto::Rejected<Bytes, cleave_proto::Refusal>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOnly;
+
+impl Protocol for WriteOnly {
+    type Event = core::convert::Infallible;
+
+    fn poll_event(&mut self, _: &mut Wire<'_>) -> Result<Option<Self::Event>, Error> {
+        Ok(None)
+    }
+
+    fn phase(&self) -> Phase {
+        Phase::Done
     }
 }

@@ -564,4 +564,4 @@ impl<P: Protocol> Conn<P> {
 pub const SLICES: usize = 64;
 
 mod framed;
-pub use framed::{Framed, Raw};
+pub use framed::{Framed, Raw, WriteOnly};

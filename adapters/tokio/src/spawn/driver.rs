@@ -8,16 +8,14 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
-use cleave_proto::conn::Shutdown;
 use cleave_proto::{Conn, Protocol};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::time::{Instant, Sleep};
 
-use crate::drain::{poll_drain, ConnOutbox};
+use crate::drain::{poll_drain, poll_end};
 use crate::error::ConnError;
 use crate::fill::poll_fill;
 use crate::reset::Reset;
-use crate::timer::poll_deadline;
+use crate::timer::Clock;
 
 use super::{Shared, State, READ_BUDGET};
 
@@ -25,75 +23,61 @@ use super::{Shared, State, READ_BUDGET};
 /// socket down, all under the lock (every step is a `poll`: it never
 /// blocks while holding it).
 pub(super) struct Driver<S, P> {
-    pub(super) io: S,
     pub(super) shared: Arc<Shared<P>>,
-    /// The start of the core's clock: `now` is `base.elapsed()`.
-    pub(super) base: Instant,
-    pub(super) sleep: Option<Pin<Box<Sleep>>>,
+    pub(super) io: Io<S>,
+}
+
+/// The driver's own part, used under the lock of the shared one.
+pub(super) struct Io<S> {
+    pub(super) io: S,
+    pub(super) clock: Clock,
     /// The deadline last handled: a protocol's own deadline is acted on at
     /// its next `poll_event`, so the driver waits for that rather than
     /// handling the same deadline again.
     pub(super) handled: Option<Duration>,
 }
 
-impl<S, P> Driver<S, P>
-where
-    S: AsyncRead + AsyncWrite + Reset + Unpin,
-    P: Protocol,
-{
+impl<S: AsyncWrite + Reset + Unpin> Io<S> {
     /// Writes what is queued, flushes for who waits, shuts down or resets
     /// when the core asks. `Pending` on the socket is fine: it wakes us.
-    fn write(&mut self, st: &mut State<P>, cx: &mut Context<'_>, now: Duration) -> io::Result<()> {
-        let mut out = ConnOutbox {
-            conn: &mut st.conn,
-            now,
-        };
-        let before = out.conn.queue().marks();
-        let drained = poll_drain(&mut self.io, &mut out, cx);
+    fn write<P: Protocol>(
+        &mut self,
+        st: &mut State<P>,
+        cx: &mut Context<'_>,
+        now: Duration,
+    ) -> io::Result<()> {
+        let before = st.conn.queue().marks();
+        let drained = poll_drain(&mut self.io, &mut st.conn, now, cx);
         let marks = st.conn.queue().marks();
         if marks != before || st.conn.queue().is_closed() {
             st.waiters.written(marks, Waker::wake);
             st.wake_room();
         }
-        if let Poll::Ready(Err(e)) = drained {
-            return Err(e);
-        }
-        let empty = drained.is_ready();
+        let empty = match drained {
+            Poll::Ready(result) => result.map(|()| true)?,
+            Poll::Pending => false,
+        };
         if (empty && st.waiters.flushed() != marks) || st.waiters.flush_due(marks) {
             if let Poll::Ready(flushed) = Pin::new(&mut self.io).poll_flush(cx) {
                 flushed?;
                 st.waiters.did_flush(marks, Waker::wake);
             }
         }
-        let end = match st.conn.poll_shutdown() {
-            None => return Ok(()),
-            Some(Shutdown::Write) => {
-                match Pin::new(&mut self.io).poll_shutdown(cx) {
-                    Poll::Ready(result) => result?,
-                    // The socket wakes the driver.
-                    Poll::Pending => return Ok(()),
-                }
-                Shutdown::Write
-            }
-            Some(Shutdown::Reset) => {
-                // Best effort: where there is no reset, the close is clean.
-                let _ = self.io.reset_on_close();
-                Shutdown::Reset
-            }
-        };
-        st.conn.handle_shutdown();
-        st.write_end = Some(end);
-        st.wake_all();
+        // `Pending` on the socket is fine: it wakes the driver.
+        if let Poll::Ready(Some(end)) = poll_end(&mut self.io, &mut st.conn, cx)? {
+            st.write_end = Some(end);
+            st.wake_all();
+        }
         Ok(())
     }
 
     /// Arms the timer for the core's next deadline; `Ready(deadline)` once
     /// it passed (and was not handled already).
-    fn timer(&mut self, conn: &Conn<P>, cx: &mut Context<'_>) -> Poll<Duration> {
+    fn timer<P: Protocol>(&mut self, conn: &Conn<P>, cx: &mut Context<'_>) -> Poll<Duration> {
         let due = conn.poll_timeout().filter(|&due| self.handled != Some(due));
-        let due = ready!(poll_deadline(&mut self.sleep, self.base, due, cx));
-        self.handled = Some(due);
-        Poll::Ready(due)
+        let now = ready!(self.clock.poll(due, cx));
+        self.handled = due;
+        Poll::Ready(now)
     }
 }
 
@@ -117,13 +101,12 @@ where
     type Output = Result<(), ConnError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let shared = this.shared.clone();
+        let Driver { shared, io: this } = self.get_mut();
         let mut guard = shared.lock();
         let st = &mut *guard;
         let mut reads = 0;
         loop {
-            let now = this.base.elapsed();
+            let now = this.clock.now();
             let abandoned = !st.events_alive && st.handles == 0;
             if !st.events_alive {
                 // Nobody takes the events: the protocol still answers.
@@ -163,17 +146,19 @@ where
                         continue;
                     }
                     Poll::Ready(Err(e)) => return Poll::Ready(Err(fail(st, e, now))),
-                    Poll::Pending => st.conn.release_idle(),
+                    Poll::Pending => {}
                 }
             }
             match this.timer(&st.conn, cx) {
-                Poll::Ready(due) => {
-                    // The timer may wake a hair early: the deadline has come.
-                    st.conn.handle_timeout(this.base.elapsed().max(due));
+                Poll::Ready(now) => {
+                    st.conn.handle_timeout(now);
                     st.wake_events();
                     st.wake_room();
                 }
                 Poll::Pending => {
+                    // Idle: an empty buffer's block and a flushed queue's
+                    // run go back.
+                    st.conn.release_idle();
                     st.driver = Some(cx.waker().clone());
                     return Poll::Pending;
                 }

@@ -5,14 +5,15 @@ use std::fmt;
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use cleave_proto::conn::Shutdown;
 use cleave_proto::write::{Marks, Push};
-use cleave_proto::{Conn, Lane, Protocol, Refusal, Rejected, Ticket};
+use cleave_proto::{Bytes, Conn, Lane, Protocol, Refusal, Rejected, Ticket};
 use futures_core::Stream;
+use futures_sink::Sink;
 
 use crate::error::{ConnError, WriteError};
 
@@ -103,10 +104,21 @@ impl<P: Protocol> Stream for Events<P> {
 ///   for costs nothing;
 /// - [`flush`](Self::flush), [`close`](Self::close).
 ///
+/// Items are [`Bytes`] or encoded [`Frame`](cleave_proto::Frame)s (any
+/// [`Push`]). It is also a `Sink<Bytes>`: an item the sink took while the
+/// queue had no room goes out first at the next flush or close (the
+/// sink's or [`flush`](Self::flush) and [`close`](Self::close)), or when
+/// the handle drops if there is room by then.
+///
 /// When the last handle and the [`Events`] are dropped, the write side
 /// closes as after [`close`](Self::close).
 pub struct ConnHandle<P> {
     pub(super) shared: Arc<Shared<P>>,
+    /// The sink's item that found no room yet (a lock of its own, so that
+    /// `flush(&self)` can send it).
+    pending: Mutex<Option<Bytes>>,
+    /// The bulk mark of the sink's last item: what its flush waits for.
+    sink_mark: u64,
 }
 
 impl<P> fmt::Debug for ConnHandle<P> {
@@ -118,19 +130,41 @@ impl<P> fmt::Debug for ConnHandle<P> {
 impl<P> Clone for ConnHandle<P> {
     fn clone(&self) -> Self {
         self.shared.lock().handles += 1;
-        Self {
-            shared: self.shared.clone(),
-        }
+        Self::new(self.shared.clone())
     }
 }
 
 impl<P> Drop for ConnHandle<P> {
     fn drop(&mut self) {
+        let pending = self.pending_mut().take();
         let mut st = self.shared.lock();
+        if let Some(bytes) = pending {
+            // Queued if there is room now, else lost: flush or close a
+            // sink before dropping it, as with any sink.
+            let _ = st.conn.queue_mut().push_to(Lane::Bulk, bytes);
+            st.wake_driver();
+        }
         st.handles -= 1;
         if st.handles == 0 && !st.events_alive {
             st.wake_driver();
         }
+    }
+}
+
+impl<P> ConnHandle<P> {
+    pub(super) fn new(shared: Arc<Shared<P>>) -> Self {
+        Self {
+            shared,
+            pending: Mutex::new(None),
+            sink_mark: 0,
+        }
+    }
+
+    /// The sink's kept item, through `&mut self`: no locking.
+    fn pending_mut(&mut self) -> &mut Option<Bytes> {
+        self.pending
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -174,30 +208,51 @@ impl<P: Protocol> ConnHandle<P> {
     #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
     pub async fn send<I: Push>(&self, item: I) -> Result<Ticket, Rejected<I, WriteError>> {
         let mut slot = Some(item);
-        poll_fn(|cx| {
-            let Some(item) = slot.take() else {
-                return Poll::Pending;
-            };
-            let mut st = self.shared.lock();
-            if let Some(e) = st.failure() {
-                return Poll::Ready(Err(Rejected::new(e, item)));
+        poll_fn(|cx| self.poll_push(cx, &mut slot)).await
+    }
+
+    /// Sends the sink's kept item, if any.
+    async fn send_pending(&self) -> Result<(), WriteError> {
+        let pending = self
+            .pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(bytes) = pending {
+            self.send(bytes).await.map_err(|r| r.into_parts().0)?;
+        }
+        Ok(())
+    }
+
+    /// Pushes the item in `slot` into the bulk lane, or keeps it there and
+    /// waits for room.
+    #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
+    fn poll_push<I: Push>(
+        &self,
+        cx: &mut Context<'_>,
+        slot: &mut Option<I>,
+    ) -> Poll<Result<Ticket, Rejected<I, WriteError>>> {
+        let Some(item) = slot.take() else {
+            return Poll::Pending;
+        };
+        let mut st = self.shared.lock();
+        if let Some(e) = st.failure() {
+            return Poll::Ready(Err(Rejected::new(e, item)));
+        }
+        match st.conn.push(item) {
+            Ok(ticket) => {
+                st.wake_driver();
+                Poll::Ready(Ok(ticket))
             }
-            match st.conn.push(item) {
-                Ok(ticket) => {
-                    st.wake_driver();
-                    Poll::Ready(Ok(ticket))
+            Err(rejected) => match rejected.into_parts() {
+                (Refusal::Full(_), item) if !st.done => {
+                    *slot = Some(item);
+                    st.room.push(cx.waker().clone());
+                    Poll::Pending
                 }
-                Err(rejected) => match rejected.into_parts() {
-                    (Refusal::Full(_), item) if !st.done => {
-                        slot = Some(item);
-                        st.room.push(cx.waker().clone());
-                        Poll::Pending
-                    }
-                    (_, item) => Poll::Ready(Err(Rejected::new(WriteError::Closed, item))),
-                },
-            }
-        })
-        .await
+                (_, item) => Poll::Ready(Err(Rejected::new(WriteError::Closed, item))),
+            },
+        }
     }
 
     /// Waits until the push named by `ticket` has been handed to the
@@ -236,6 +291,7 @@ impl<P: Protocol> ConnHandle<P> {
     /// The socket's failure, or [`WriteError::Closed`] if the write side
     /// ended without writing it.
     pub async fn flush(&self) -> Result<(), WriteError> {
+        self.send_pending().await?;
         let target = self.shared.lock().conn.queue().end_marks();
         poll_fn(|cx| self.poll_flushed(cx, target)).await
     }
@@ -266,24 +322,26 @@ impl<P: Protocol> ConnHandle<P> {
     /// The socket's failure, or [`WriteError::Closed`] when the write side
     /// ended otherwise (a reset: what was queued was dropped).
     pub async fn close(&self) -> Result<(), WriteError> {
-        poll_fn(|cx| {
-            let mut st = self.shared.lock();
-            st.conn.close();
-            if let Some(e) = st.failure() {
-                return Poll::Ready(Err(e));
-            }
-            match st.write_end {
-                Some(Shutdown::Write) => return Poll::Ready(Ok(())),
-                Some(Shutdown::Reset) => return Poll::Ready(Err(WriteError::Closed)),
-                None if st.done => return Poll::Ready(Err(WriteError::Closed)),
-                None => {}
-            }
-            st.waiters
-                .wait_flush(Marks::END, cx.waker().clone(), Waker::will_wake);
-            st.wake_driver();
-            Poll::Pending
-        })
-        .await
+        self.send_pending().await?;
+        poll_fn(|cx| self.poll_closed(cx)).await
+    }
+
+    fn poll_closed(&self, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        let mut st = self.shared.lock();
+        st.conn.close();
+        if let Some(e) = st.failure() {
+            return Poll::Ready(Err(e));
+        }
+        match st.write_end {
+            Some(Shutdown::Write) => return Poll::Ready(Ok(())),
+            Some(Shutdown::Reset) => return Poll::Ready(Err(WriteError::Closed)),
+            None if st.done => return Poll::Ready(Err(WriteError::Closed)),
+            None => {}
+        }
+        st.waiters
+            .wait_flush(Marks::END, cx.waker().clone(), Waker::will_wake);
+        st.wake_driver();
+        Poll::Pending
     }
 
     /// Bytes queued and not written yet.
@@ -296,5 +354,68 @@ impl<P: Protocol> ConnHandle<P> {
     #[must_use]
     pub fn is_closed(&self) -> bool {
         self.shared.lock().conn.queue().is_closed()
+    }
+}
+
+impl<P: Protocol> Sink<Bytes> for ConnHandle<P> {
+    type Error = WriteError;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        let this = self.get_mut();
+        if this.pending_mut().is_none() {
+            return Poll::Ready(this.shared.lock().failure().map_or(Ok(()), Err));
+        }
+        let mut slot = this.pending_mut().take();
+        let pushed = this.poll_push(cx, &mut slot);
+        *this.pending_mut() = slot;
+        match pushed {
+            Poll::Ready(Ok(ticket)) => {
+                this.sink_mark = ticket.offset();
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(rejected)) => Poll::Ready(Err(rejected.into_parts().0)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn start_send(self: Pin<&mut Self>, item: Bytes) -> Result<(), WriteError> {
+        let this = self.get_mut();
+        let mut st = this.shared.lock();
+        if let Some(e) = st.failure() {
+            return Err(e);
+        }
+        match st.conn.push(item) {
+            Ok(ticket) => {
+                st.wake_driver();
+                this.sink_mark = ticket.offset();
+                Ok(())
+            }
+            Err(rejected) => match rejected.into_parts() {
+                (Refusal::Full(_), item) => {
+                    drop(st);
+                    *this.pending_mut() = Some(item);
+                    Ok(())
+                }
+                _ => Err(WriteError::Closed),
+            },
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        if self.as_mut().poll_ready(cx)?.is_pending() {
+            return Poll::Pending;
+        }
+        let target = Marks {
+            bulk: self.sink_mark,
+            urgent: 0,
+        };
+        self.poll_flushed(cx, target)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        if self.as_mut().poll_flush(cx)?.is_pending() {
+            return Poll::Pending;
+        }
+        self.poll_closed(cx)
     }
 }

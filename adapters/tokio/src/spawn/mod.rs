@@ -14,20 +14,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Duration;
 
-use cleave_proto::conn::Shutdown;
+use cleave_proto::conn::{Shutdown, WriteOnly};
 use cleave_proto::write::Waiters;
-use cleave_proto::{Conn, ConnConfig, Protocol};
+use cleave_proto::{Conn, ConnConfig, Protocol, WriteQueueConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use crate::error::{ConnError, WriteError};
 use crate::reset::Reset;
+use crate::timer::Clock;
+use crate::writer::WriteHalf;
 
 mod driver;
 mod handles;
 
-use driver::Driver;
+use driver::{Driver, Io};
 pub use handles::{ConnHandle, Events};
 
 /// Spawns a task that drives `protocol` over `io` (with `config`'s
@@ -85,6 +86,17 @@ where
     S: AsyncRead + AsyncWrite + Reset + Unpin + Send + 'static,
     P: Protocol + Send + 'static,
 {
+    let (events, handle, driver) = start(io, protocol, config);
+    (events, handle, tokio::spawn(driver))
+}
+
+/// The shared state of a connection, its driver (not spawned yet), and
+/// the first events stream and handle.
+fn start<S, P: Protocol>(
+    io: S,
+    protocol: P,
+    config: ConnConfig,
+) -> (Events<P>, ConnHandle<P>, Driver<S, P>) {
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
             conn: Conn::with_config(protocol, config, Duration::ZERO),
@@ -99,18 +111,69 @@ where
             done: false,
         }),
     });
-    let driver = tokio::spawn(Driver {
-        io,
+    let driver = Driver {
         shared: shared.clone(),
-        base: Instant::now(),
-        sleep: None,
-        handled: None,
-    });
+        io: Io {
+            io,
+            clock: Clock::starting_at(Duration::ZERO),
+            handled: None,
+        },
+    };
     let events = Events {
         shared: shared.clone(),
         ended: false,
     };
-    (events, ConnHandle { shared }, driver)
+    (events, ConnHandle::new(shared), driver)
+}
+
+/// A cloneable handle to a spawned writer's queue (see [`spawn_writer`]):
+/// a [`ConnHandle`] of a connection that reads nothing.
+///
+/// - [`try_send`](ConnHandle::try_send): queue now or get the item back;
+/// - [`send`](ConnHandle::send): wait for room (the queue's byte and item
+///   limits are the backpressure);
+/// - [`written`](ConnHandle::written): wait for a ticket (no allocation);
+///   a ticket nobody waits for costs nothing (fire and forget);
+/// - [`flush`](ConnHandle::flush), [`close`](ConnHandle::close);
+/// - a `Sink<Bytes>`.
+///
+/// When the last handle is dropped the queue is closed: the writer writes
+/// what was queued, shuts the socket down and ends, as after
+/// [`close`](ConnHandle::close).
+pub type WriteHandle = ConnHandle<WriteOnly>;
+
+/// Spawns a task that writes into `io` what the returned handle (and its
+/// clones) push, and returns the handle and the task: the driver of
+/// [`spawn_connection`] over a connection that reads nothing.
+///
+/// The task ends when the queue is closed ([`ConnHandle::close`], or the
+/// last handle dropped) and everything is written and the writer shut
+/// down, or when the writer fails; its result says which.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use cleave_proto::{Bytes, WriteQueueConfig};
+///
+/// let (reader, writer) = tokio::io::duplex(64 * 1024);
+/// let (handle, task) = cleave_tokio::spawn_writer(writer, WriteQueueConfig::default());
+/// let ticket = handle.try_send(Bytes::from_static(b"ping\n"))?; // fire and forget...
+/// handle.written(ticket).await?; // ...or wait for it: no allocation either way
+/// handle.close().await?;
+/// task.await??;
+/// # drop(reader);
+/// # Ok(())
+/// # }
+/// ```
+pub fn spawn_writer<W>(io: W, config: WriteQueueConfig) -> (WriteHandle, JoinHandle<io::Result<()>>)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let config = ConnConfig::default().write_queue(config);
+    // Nobody takes events: the driver closes once the handles are gone.
+    let (_, handle, driver) = start(WriteHalf(io), WriteOnly, config);
+    let task = tokio::spawn(async move { driver.await.map_err(io::Error::from) });
+    (handle, task)
 }
 
 /// What the driver, the events and the handles share, behind one lock.
