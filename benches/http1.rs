@@ -379,12 +379,6 @@ fn memcpy_body(buf: &mut [u8], input: &[u8]) -> usize {
     n
 }
 
-/// A connection whose buffer keeps its block when it empties (the default
-/// gives back blocks above 8 KiB, so that idle connections hold little).
-fn kept_block_config() -> ConnConfig {
-    ConnConfig::default().recv_buf(RecvBufConfig::default().idle_capacity(4 * READ))
-}
-
 fn body(c: &mut Criterion) {
     let len = 1 << 20;
     let mut group = c.benchmark_group("body_1mib");
@@ -394,17 +388,13 @@ fn body(c: &mut Criterion) {
         let chunked = chunk.is_some();
         let mut manual = BytesMut::with_capacity(2 * READ);
         let mut default = Conn::new(Server::new(), NOW);
-        let mut kept = Conn::with_config(Server::new(), kept_block_config(), NOW);
         let want = manual_body(&mut manual, &input, chunked);
         assert_eq!(want.2, len);
         assert_eq!(cleave_body(&mut default, &input), want, "{mode}: default");
-        assert_eq!(cleave_body(&mut kept, &input), want, "{mode}: kept block");
         let (d, _) = allocations(|| cleave_body(&mut default, &input));
-        let (k, _) = allocations(|| cleave_body(&mut kept, &input));
         let (m, _) = allocations(|| manual_body(&mut manual, &input, chunked));
         println!(
-            "body_1mib/{mode} ({} reads, {} Data), allocations per MiB: cleave default {d}, \
-             cleave block kept {k}, hand-written {m}",
+            "body_1mib/{mode} ({} reads, {} Data), allocations per MiB: cleave {d}, hand-written {m}",
             input.len().div_ceil(READ),
             want.1,
         );
@@ -418,9 +408,6 @@ fn body(c: &mut Criterion) {
         });
         group.bench_function(BenchmarkId::new("cleave_conn", mode), |b| {
             b.iter(|| cleave_body(&mut default, black_box(&input)))
-        });
-        group.bench_function(BenchmarkId::new("cleave_conn_block_kept", mode), |b| {
-            b.iter(|| cleave_body(&mut kept, black_box(&input)))
         });
     }
     group.finish();

@@ -88,9 +88,11 @@ impl RecvBufConfig {
         Ok(self)
     }
 
-    /// Capacity the buffer may keep while it is empty; above it, the
-    /// allocation is given back the moment the buffer empties. `0` releases
-    /// every time, at the price of one allocation per read.
+    /// Capacity the buffer may keep while it is empty: a block up to twice
+    /// this is kept (and reused) when the buffer empties, a larger one is
+    /// given back at once. `0` releases every time, at the price of one
+    /// allocation per read. [`RecvBuf::release_idle`](crate::RecvBuf::release_idle)
+    /// gives back any block of an empty buffer.
     #[must_use]
     pub fn idle_capacity(mut self, capacity: usize) -> Self {
         self.idle_capacity = capacity;

@@ -85,9 +85,11 @@ pub use config::{
 ///   holds at most twice what is buffered plus one read reserve (a reused
 ///   block may be up to twice the `idle_capacity`); nothing a peer declares
 ///   makes it reserve anything.
-/// - When it empties it gives back any allocation above
-///   [`idle_capacity`](RecvBufConfig::idle_capacity), so idle connections
-///   cost little and one huge frame does not pin its memory for ever.
+/// - When it empties it gives back a block above twice the
+///   [`idle_capacity`](RecvBufConfig::idle_capacity) (the largest it would
+///   reuse), so one huge frame does not pin its memory for ever; the
+///   adapters call [`release_idle`](RecvBuf::release_idle) when a read
+///   finds nothing, so an idle connection holds no block at all.
 ///
 /// # Example
 ///
@@ -551,9 +553,13 @@ impl RecvBuf {
         }
     }
 
+    /// An emptied buffer keeps a block it would reuse (up to twice the
+    /// idle capacity, as [`make_room`](Self::make_room) does), so a peer
+    /// whose reads end on frame boundaries costs no allocation per read;
+    /// a larger one (what a big frame needed) goes back at once.
     #[inline]
     fn release_if_idle(&mut self) {
-        if self.filled == 0 && self.block > self.config.idle_capacity {
+        if self.filled == 0 && self.block > self.config.idle_capacity.saturating_mul(2) {
             self.release();
         }
     }
