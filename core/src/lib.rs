@@ -130,6 +130,7 @@ mod recv_buf;
 pub mod route;
 mod session;
 pub mod sniff;
+pub mod websocket;
 pub mod write;
 
 pub use bytes::{Bytes, BytesMut};
@@ -144,7 +145,7 @@ pub use driver::{ConnError, WriteError};
 pub use encoder::{Encoder, Frame, INLINE_FRAMING};
 pub use error::{
     Error, Fault, HttpField, InvalidInput, Limit, Misuse, ProxyField, Refusal, Rejected, Timeout,
-    TlsField, Unencodable, VarintField,
+    TlsField, Unencodable, VarintField, WsField,
 };
 pub use recv_buf::{
     Position, RecvBuf, RecvBufConfig, DEFAULT_IDLE_CAPACITY, DEFAULT_MAX_BUFFERED,

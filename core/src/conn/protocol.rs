@@ -97,6 +97,19 @@ impl<'a> Wire<'a> {
         item.push_into(self.send, Lane::Urgent)
     }
 
+    /// Queues a frame of the protocol's own on the bulk lane: after
+    /// everything queued so far, in order (a WebSocket close must not
+    /// overtake the messages the application queued before it).
+    ///
+    /// # Errors
+    ///
+    /// The item comes back when the bulk lane is full or the queue is
+    /// closed.
+    #[allow(clippy::result_large_err)] // a frame comes back by value
+    pub fn push<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
+        item.push_into(self.send, Lane::Bulk)
+    }
+
     /// Bytes queued and not yet written, in both lanes: a reply on the
     /// urgent lane would overtake them (a protocol whose replies must
     /// keep their place among the application's, an HTTP response, waits

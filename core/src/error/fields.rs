@@ -180,3 +180,60 @@ impl fmt::Display for ProxyField {
         })
     }
 }
+
+/// Which rule of RFC 6455 (or RFC 7692) a WebSocket frame or handshake
+/// broke, for [`InvalidInput::WebSocket`](crate::InvalidInput::WebSocket).
+/// [`websocket::close_code_for`](crate::websocket::close_code_for) gives
+/// the close code to answer with.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WsField {
+    /// A reserved bit set that no extension gave a meaning (RSV1 outside
+    /// permessage-deflate, or on a control or continuation frame).
+    Reserved,
+    /// A reserved opcode (3-7, 11-15).
+    OpCode,
+    /// A control frame (close, ping, pong) without FIN, or with more than
+    /// 125 bytes of payload.
+    Control,
+    /// A client frame not masked, or a server frame masked.
+    Mask,
+    /// A 64-bit payload length with its most significant bit set.
+    Length,
+    /// A continuation frame with no message to continue, or a new text or
+    /// binary frame before the last one ended.
+    Continuation,
+    /// A close frame whose payload is one byte, or whose code may not be
+    /// sent (RFC 6455, section 7.4).
+    Close,
+    /// A compressed message that does not inflate.
+    Compressed,
+    /// An opening handshake that is not a WebSocket one: not a GET, no
+    /// `Upgrade: websocket` or `Connection: upgrade`, a missing or
+    /// malformed `Sec-WebSocket-Key`, an unsupported
+    /// `Sec-WebSocket-Version` (a server answers 426 with the version it
+    /// speaks), or a response other than 101 with the right
+    /// `Sec-WebSocket-Accept`.
+    Handshake,
+    /// A `Sec-WebSocket-Extensions` or `Sec-WebSocket-Protocol` the other
+    /// side may not choose (one that was not offered, malformed
+    /// parameters).
+    Negotiation,
+}
+
+impl fmt::Display for WsField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Reserved => "WebSocket frame (reserved bit set)",
+            Self::OpCode => "WebSocket frame (reserved opcode)",
+            Self::Control => "WebSocket control frame (fragmented, or over 125 bytes)",
+            Self::Mask => "WebSocket frame (masking)",
+            Self::Length => "WebSocket frame length",
+            Self::Continuation => "WebSocket fragmentation",
+            Self::Close => "WebSocket close frame",
+            Self::Compressed => "WebSocket compressed message",
+            Self::Handshake => "WebSocket opening handshake",
+            Self::Negotiation => "WebSocket extension or subprotocol",
+        })
+    }
+}

@@ -23,7 +23,7 @@ use core::fmt;
 mod fields;
 mod rejected;
 
-pub use fields::{HttpField, ProxyField, TlsField, VarintField};
+pub use fields::{HttpField, ProxyField, TlsField, VarintField, WsField};
 pub use rejected::{Refusal, Rejected};
 
 /// Everything that can go wrong in the core.
@@ -141,6 +141,9 @@ pub enum InvalidInput {
     Http(HttpField),
     /// A PROXY protocol header is malformed (or missing where required).
     Proxy(ProxyField),
+    /// A WebSocket frame or opening handshake breaks RFC 6455 (or RFC
+    /// 7692).
+    WebSocket(WsField),
 }
 
 /// Which limit was hit, for [`Error::LimitExceeded`].
@@ -170,6 +173,10 @@ pub enum Limit {
     /// An HTTP message body's maximum size, declared or received (a
     /// server answers 413).
     BodyLength,
+    /// A message's maximum size, its frames together (after
+    /// decompression, for a compressed WebSocket message): a WebSocket
+    /// endpoint closes with 1009.
+    MessageLength,
 }
 
 /// How the caller misused the API, for [`Error::Misuse`].
@@ -375,6 +382,7 @@ impl fmt::Display for InvalidInput {
             Self::Tls(field) => write!(f, "malformed {field}"),
             Self::Http(field) => write!(f, "malformed {field}"),
             Self::Proxy(field) => write!(f, "malformed {field}"),
+            Self::WebSocket(field) => write!(f, "malformed {field}"),
         }
     }
 }
@@ -391,6 +399,7 @@ impl fmt::Display for Limit {
             Self::ChunkExtension => "HTTP chunk extension size",
             Self::TrailerLength => "HTTP trailer size",
             Self::BodyLength => "HTTP body size",
+            Self::MessageLength => "message size",
         })
     }
 }

@@ -413,6 +413,13 @@ impl RecvBuf {
         &self.buf[..self.filled]
     }
 
+    /// The buffered bytes, to change in place before they are split off
+    /// (a WebSocket payload unmasked where it arrived: still zero copy).
+    #[inline]
+    pub(crate) fn peek_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[..self.filled]
+    }
+
     /// Splits the first `n` bytes off as `Bytes`.
     ///
     /// The frame is a view of the buffer's memory, not a copy (unless

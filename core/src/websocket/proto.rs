@@ -1,0 +1,783 @@
+//! [`WebSocket`]: the protocol a [`Conn`](crate::Conn) drives once the
+//! opening handshake is done.
+
+use alloc::boxed::Box;
+use bytes::{Bytes, BytesMut};
+
+use crate::conn::{Phase, Protocol, Wire};
+use crate::encoder::Frame;
+use crate::error::{Error, InvalidInput, Limit, WsField};
+use crate::websocket::close::{self, CloseFrame};
+use crate::websocket::config::WsConfig;
+#[cfg(feature = "deflate")]
+use crate::websocket::deflate::{Deflate, DeflateConfig, DeflateParams};
+use crate::websocket::frame::{self, Head, OpCode, MAX_HEAD};
+use crate::websocket::utf8::Utf8;
+use crate::websocket::{Entropy, Role};
+
+/// What a message holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// UTF-8 text (checked).
+    Text,
+    /// Bytes.
+    Binary,
+}
+
+/// A piece of a message: one frame of a fragmented message, or a piece of
+/// a large frame handed out as it arrives
+/// ([`WsConfig::stream_above`]). Text pieces may split a code point; the
+/// message as a whole is checked UTF-8.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// The message's kind (from its first frame).
+    pub kind: Kind,
+    /// The bytes: a view of the receive buffer.
+    pub data: Bytes,
+    /// Whether this is the message's last piece.
+    pub last: bool,
+}
+
+/// What a [`WebSocket`] reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WsEvent {
+    /// A whole text message (checked UTF-8): a view of the receive buffer
+    /// when it came in one frame (no copy), or the inflated message when
+    /// it was compressed.
+    Text(Bytes),
+    /// A whole binary message, as for [`Text`](Self::Text).
+    Binary(Bytes),
+    /// A piece of a message that came in several frames, or of a frame
+    /// larger than [`WsConfig::stream_above`]. [`Assembler`] makes whole
+    /// messages of them with one copy.
+    Part(Part),
+    /// A ping (answered already), when [`WsConfig::pings`] asks for it.
+    Ping(Bytes),
+    /// A pong, when [`WsConfig::pings`] asks for it.
+    Pong(Bytes),
+    /// The peer's close frame. The close handshake is done: the answer
+    /// (an echo of the code) is queued unless this side closed first, the
+    /// write side shuts once it is out, and no event follows.
+    Close(CloseFrame),
+}
+
+/// Where the close handshake is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Closing {
+    /// Neither side closed.
+    Open,
+    /// This side sent its close; the peer's is awaited.
+    Sent,
+    /// Both closes are done (or the stream ended, or failed).
+    Done,
+}
+
+/// The frame being read.
+#[derive(Clone, Copy, Debug)]
+struct Reading {
+    head: Head,
+    /// Payload bytes already unmasked (and checked, for text) in place.
+    seen: u64,
+    /// Payload bytes already handed out (a streamed frame).
+    taken: u64,
+    /// Whether the frame is handed out in pieces.
+    streaming: bool,
+}
+
+/// The message being read, across its frames.
+#[derive(Clone, Copy, Debug)]
+struct Message {
+    kind: Kind,
+    /// Payload bytes so far (inflated, when compressed).
+    len: u64,
+    /// Whether it was compressed (RSV1 on its first frame).
+    compressed: bool,
+    /// Whether it is handed out in pieces (fragmented, or streamed).
+    parts: bool,
+}
+
+/// WebSocket frames and messages, one role, as a [`Protocol`]: the
+/// events are [`WsEvent`]s.
+///
+/// It unmasks a client's frames in place in the receive buffer and hands
+/// payloads out as views of it (a message in one frame is one `Bytes`,
+/// never copied); checks text as UTF-8 as it arrives (an invalid sequence
+/// fails as soon as it is certain, even inside a frame still arriving);
+/// answers pings with pongs and a close with a close, on the urgent lane,
+/// by itself; fails the connection on any broken rule with the close code
+/// that fits ([`close_code_for`](crate::websocket::close_code_for)) and a
+/// typed error.
+///
+/// ```
+/// use cleave_proto::conn::Conn;
+/// use cleave_proto::websocket::{WebSocket, WsConfig, WsEvent};
+/// use cleave_proto::Bytes;
+/// use core::time::Duration;
+///
+/// let mut conn = Conn::new(WebSocket::server(WsConfig::default()), Duration::ZERO);
+/// // RFC 6455, section 5.7: a masked "Hello" from a client, then a ping.
+/// conn.feed(b"\x81\x85\x37\xfa\x21\x3d\x7f\x9f\x4d\x51\x58", Duration::ZERO)?;
+/// conn.feed(b"\x89\x80\x01\x02\x03\x04", Duration::ZERO)?;
+/// assert_eq!(conn.poll_event()?, Some(WsEvent::Text(Bytes::from_static(b"Hello"))));
+/// assert_eq!(conn.poll_event()?, None); // the ping was answered: a pong is queued
+/// assert_eq!(conn.queue().len(), 2);
+/// # Ok::<(), cleave_proto::Error>(())
+/// ```
+pub struct WebSocket {
+    role: Role,
+    config: WsConfig,
+    reading: Option<Reading>,
+    message: Option<Message>,
+    utf8: Utf8,
+    closing: Closing,
+    /// The stream ended, or reading failed: no event comes.
+    done: bool,
+    /// A pong that found the urgent lane full, sent when there is room.
+    owed: Option<Frame>,
+    entropy: Option<Box<dyn Entropy + Send>>,
+    #[cfg(feature = "deflate")]
+    deflate: Option<Box<Deflate>>,
+    /// Messages shorter than this are sent uncompressed.
+    #[cfg(feature = "deflate")]
+    deflate_min: usize,
+    /// A compressed message inflated so far.
+    #[cfg(feature = "deflate")]
+    inflated: BytesMut,
+}
+
+impl core::fmt::Debug for WebSocket {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WebSocket")
+            .field("role", &self.role)
+            .field("config", &self.config)
+            .field("closing", &self.closing)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+fn bad(field: WsField) -> Error {
+    Error::InvalidInput {
+        kind: InvalidInput::WebSocket(field),
+        offset: 0,
+    }
+}
+
+impl WebSocket {
+    fn new(role: Role, config: WsConfig, entropy: Option<Box<dyn Entropy + Send>>) -> Self {
+        Self {
+            role,
+            config,
+            reading: None,
+            message: None,
+            utf8: Utf8::default(),
+            closing: Closing::Open,
+            done: false,
+            owed: None,
+            entropy,
+            #[cfg(feature = "deflate")]
+            deflate: None,
+            #[cfg(feature = "deflate")]
+            deflate_min: 0,
+            #[cfg(feature = "deflate")]
+            inflated: BytesMut::new(),
+        }
+    }
+
+    /// The server's side: reads masked frames, sends unmasked ones.
+    #[must_use]
+    pub fn server(config: WsConfig) -> Self {
+        Self::new(Role::Server, config, None)
+    }
+
+    /// The client's side: reads unmasked frames, masks what it sends with
+    /// keys drawn from `entropy`.
+    #[must_use]
+    pub fn client(config: WsConfig, entropy: impl Entropy + Send + 'static) -> Self {
+        Self::new(Role::Client, config, Some(Box::new(entropy)))
+    }
+
+    /// Compresses and inflates messages with the negotiated
+    /// permessage-deflate `params` (from the handshake).
+    #[cfg(feature = "deflate")]
+    #[must_use]
+    pub fn with_deflate(mut self, params: DeflateParams, config: &DeflateConfig) -> Self {
+        self.deflate = Some(Box::new(Deflate::new(self.role, params, config)));
+        self.deflate_min = config.get_min_size();
+        self
+    }
+
+    /// Which end this is.
+    #[must_use]
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The limits.
+    #[must_use]
+    pub fn config(&self) -> &WsConfig {
+        &self.config
+    }
+
+    /// Whether this side sent its close (and takes no more messages).
+    #[must_use]
+    pub fn is_closing(&self) -> bool {
+        self.closing != Closing::Open
+    }
+
+    // ----- what the application sends -----
+
+    /// A whole message as one frame to push: the payload is not copied
+    /// for a server (the header is inline framing); a client masks it into
+    /// a copy, as it must. With permessage-deflate negotiated the message
+    /// is compressed (unless shorter than
+    /// [`DeflateConfig::min_size`](crate::websocket::DeflateConfig::min_size)).
+    #[must_use]
+    pub fn message(&mut self, kind: Kind, payload: Bytes) -> Frame {
+        let opcode = match kind {
+            Kind::Text => OpCode::Text,
+            Kind::Binary => OpCode::Binary,
+        };
+        #[cfg(feature = "deflate")]
+        if let Some(deflate) = self
+            .deflate
+            .as_mut()
+            .filter(|_| payload.len() >= self.deflate_min)
+        {
+            let compressed = deflate.compress(&payload);
+            return self.frame(true, true, opcode, compressed);
+        }
+        self.frame(true, false, opcode, payload)
+    }
+
+    /// One frame of a message sent in pieces (never compressed): `first`
+    /// on the first (which says the kind), `last` on the last.
+    #[must_use]
+    pub fn part(&mut self, kind: Kind, payload: Bytes, first: bool, last: bool) -> Frame {
+        let opcode = match (first, kind) {
+            (false, _) => OpCode::Continuation,
+            (true, Kind::Text) => OpCode::Text,
+            (true, Kind::Binary) => OpCode::Binary,
+        };
+        self.frame(last, false, opcode, payload)
+    }
+
+    /// A ping to push.
+    ///
+    /// # Errors
+    ///
+    /// [`Unencodable::TooLong`](crate::Unencodable::TooLong) past 125 bytes.
+    pub fn ping(&mut self, payload: Bytes) -> Result<Frame, Error> {
+        control_len(payload.len())?;
+        Ok(self.frame(true, false, OpCode::Ping, payload))
+    }
+
+    /// The close frame to push to start the close handshake: `code` (one
+    /// that may be sent, see [`is_sendable`](crate::websocket::is_sendable))
+    /// and a reason of at most 123 bytes. From then on the events end with
+    /// the peer's answer ([`WsEvent::Close`]); push nothing after it.
+    ///
+    /// # Errors
+    ///
+    /// [`Unencodable::TooLong`](crate::Unencodable::TooLong) for a long
+    /// reason, [`InvalidConfig`](crate::Misuse::InvalidConfig) for a code
+    /// that may not be sent.
+    pub fn close(&mut self, code: u16, reason: &str) -> Result<Frame, Error> {
+        if !close::is_sendable(code) {
+            return Err(Error::invalid_config(
+                "close code",
+                u64::from(code),
+                "1000-1003, 1007-1014 or 3000-4999",
+            ));
+        }
+        control_len(2 + reason.len())?;
+        if self.closing == Closing::Open {
+            self.closing = Closing::Sent;
+        }
+        Ok(self.close_frame(Some(code), reason.as_bytes()))
+    }
+
+    fn close_frame(&mut self, code: Option<u16>, reason: &[u8]) -> Frame {
+        let mut payload = BytesMut::with_capacity(2 + reason.len());
+        if let Some(code) = code {
+            payload.extend_from_slice(&code.to_be_bytes());
+            payload.extend_from_slice(reason);
+        }
+        self.frame(true, false, OpCode::Close, payload.freeze())
+    }
+
+    /// A frame: the header inline; a client's payload masked into a copy.
+    fn frame(&mut self, fin: bool, rsv1: bool, opcode: OpCode, payload: Bytes) -> Frame {
+        let mask = self.entropy.as_mut().map(|entropy| {
+            let mut key = [0; 4];
+            entropy.fill(&mut key);
+            key
+        });
+        let mut head = [0; MAX_HEAD];
+        let n = frame::write(&mut head, fin, rsv1, opcode, payload.len(), mask);
+        let body = match mask {
+            Some(key) => {
+                let mut masked = BytesMut::from(&payload[..]);
+                frame::apply_mask(&mut masked, key, 0);
+                masked.freeze()
+            }
+            None => payload,
+        };
+        Frame::with_framing(&head[..n], body, &[])
+    }
+
+    // ----- reading -----
+
+    fn rsv1_allowed(&self) -> bool {
+        #[cfg(feature = "deflate")]
+        {
+            self.deflate.is_some()
+        }
+        #[cfg(not(feature = "deflate"))]
+        {
+            false
+        }
+    }
+
+    /// Checks a new frame's header against the role, the message in
+    /// progress and the limits, and starts reading it.
+    fn start(&mut self, head: Head) -> Result<(), Error> {
+        let masked = head.mask.is_some();
+        if masked != (self.role == Role::Server) {
+            return Err(bad(WsField::Mask));
+        }
+        if head.opcode.is_control() {
+            self.reading = Some(Reading {
+                head,
+                seen: 0,
+                taken: 0,
+                streaming: false,
+            });
+            return Ok(());
+        }
+        let kind = match (head.opcode, self.message) {
+            (OpCode::Continuation, Some(message)) if !head.rsv1 => message.kind,
+            (OpCode::Continuation, _) if head.rsv1 => return Err(bad(WsField::Reserved)),
+            (OpCode::Text, None) => Kind::Text,
+            (OpCode::Binary, None) => Kind::Binary,
+            _ => return Err(bad(WsField::Continuation)),
+        };
+        if head.len > self.config.get_max_frame() {
+            return Err(over(
+                Limit::FrameLength,
+                self.config.get_max_frame(),
+                head.len,
+            ));
+        }
+        let so_far = self.message.map_or(0, |m| m.len);
+        if !head.rsv1 && so_far.saturating_add(head.len) > self.config.get_max_message() {
+            let attempted = so_far.saturating_add(head.len);
+            return Err(over(
+                Limit::MessageLength,
+                self.config.get_max_message(),
+                attempted,
+            ));
+        }
+        let compressed = self.message.map_or(head.rsv1, |m| m.compressed);
+        let streaming = !compressed && head.len > self.config.get_stream_above();
+        let message = self.message.get_or_insert(Message {
+            kind,
+            len: 0,
+            compressed,
+            parts: false,
+        });
+        message.parts |= streaming || !head.fin;
+        self.reading = Some(Reading {
+            head,
+            seen: 0,
+            taken: 0,
+            streaming,
+        });
+        Ok(())
+    }
+
+    /// Unmasks (and checks, for text) the payload bytes that arrived since
+    /// the last call, in place.
+    fn unmask_new(&mut self, wire: &mut Wire<'_>) -> Result<u64, Error> {
+        let Some(reading) = &mut self.reading else {
+            return Ok(0);
+        };
+        // The header is still in the buffer until the first piece of the
+        // payload is split off.
+        let at = if reading.taken == 0 {
+            reading.head.head_len
+        } else {
+            0
+        };
+        let buffered = wire.recv().len().saturating_sub(at) as u64;
+        // Payload bytes in the buffer, from `taken` on.
+        let have = buffered.min(reading.head.len - reading.taken);
+        let upto = reading.taken + have;
+        if upto > reading.seen {
+            let from = at + usize::try_from(reading.seen - reading.taken).unwrap_or(usize::MAX);
+            let to = at + usize::try_from(have).unwrap_or(usize::MAX);
+            let bytes = wire.recv().peek_mut().get_mut(from..to).unwrap_or_default();
+            if let Some(key) = reading.head.mask {
+                frame::apply_mask(bytes, key, reading.seen);
+            }
+            let text = !reading.head.opcode.is_control()
+                && self
+                    .message
+                    .is_some_and(|m| m.kind == Kind::Text && !m.compressed);
+            if text && self.utf8.feed(bytes).is_err() {
+                return Err(Error::InvalidInput {
+                    kind: InvalidInput::Utf8,
+                    offset: 0,
+                });
+            }
+            reading.seen = upto;
+        }
+        Ok(have)
+    }
+
+    /// The next event, or `Ok(None)` for more bytes.
+    fn read(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
+        loop {
+            if self.reading.is_none() {
+                let parsed = frame::parse(wire.recv().peek(), self.rsv1_allowed())?;
+                let Some(head) = parsed else {
+                    return self.at_end(wire);
+                };
+                self.start(head)?;
+            }
+            let have = self.unmask_new(wire)?;
+            let Some(reading) = self.reading else {
+                continue;
+            };
+            if reading.streaming {
+                if have == 0 && reading.head.len > reading.taken {
+                    return self.at_end(wire);
+                }
+                return self.stream_piece(wire, reading, have).map(Some);
+            }
+            if have < reading.head.len {
+                return self.at_end(wire);
+            }
+            self.reading = None;
+            let start = wire.recv().offset();
+            let len = usize::try_from(reading.head.len).unwrap_or(usize::MAX);
+            let payload = wire.recv().split_frame(reading.head.head_len, len, 0);
+            let event = if reading.head.opcode.is_control() {
+                self.control(wire, reading.head.opcode, payload)
+            } else {
+                self.data(reading.head.fin, payload)
+            };
+            // A rule the whole frame broke: the error is at its start.
+            let event = event.map_err(|e| at(e, start))?;
+            if event.is_some() {
+                return Ok(event);
+            }
+        }
+    }
+
+    /// The next piece of a streamed frame.
+    fn stream_piece(
+        &mut self,
+        wire: &mut Wire<'_>,
+        reading: Reading,
+        have: u64,
+    ) -> Result<WsEvent, Error> {
+        let skip = if reading.taken == 0 {
+            reading.head.head_len
+        } else {
+            0
+        };
+        let n = usize::try_from(have).unwrap_or(usize::MAX);
+        let data = wire.recv().split_frame(skip, n, 0);
+        let taken = reading.taken + have;
+        let frame_done = taken == reading.head.len;
+        self.reading = if frame_done {
+            None
+        } else {
+            Some(Reading { taken, ..reading })
+        };
+        let last = frame_done && reading.head.fin;
+        let kind = self.add_to_message(have, last)?;
+        Ok(WsEvent::Part(Part { kind, data, last }))
+    }
+
+    /// Counts `len` more bytes of the current message; at its end checks
+    /// that its text ended on a code point. Returns the kind.
+    fn add_to_message(&mut self, len: u64, last: bool) -> Result<Kind, Error> {
+        let Some(message) = &mut self.message else {
+            return Err(bad(WsField::Continuation));
+        };
+        message.len = message.len.saturating_add(len);
+        let kind = message.kind;
+        if last {
+            self.message = None;
+            if kind == Kind::Text && self.utf8.end().is_err() {
+                return Err(Error::InvalidInput {
+                    kind: InvalidInput::Utf8,
+                    offset: 0,
+                });
+            }
+        }
+        Ok(kind)
+    }
+
+    /// A whole data frame.
+    fn data(&mut self, fin: bool, payload: Bytes) -> Result<Option<WsEvent>, Error> {
+        let Some(message) = self.message else {
+            return Err(bad(WsField::Continuation));
+        };
+        if message.compressed {
+            return self.inflate(fin, &payload);
+        }
+        let kind = self.add_to_message(payload.len() as u64, fin)?;
+        Ok(Some(if message.parts {
+            WsEvent::Part(Part {
+                kind,
+                data: payload,
+                last: fin,
+            })
+        } else {
+            match kind {
+                Kind::Text => WsEvent::Text(payload),
+                Kind::Binary => WsEvent::Binary(payload),
+            }
+        }))
+    }
+
+    /// A frame of a compressed message: inflated; the message comes out
+    /// whole at its end.
+    #[cfg(feature = "deflate")]
+    fn inflate(&mut self, fin: bool, payload: &[u8]) -> Result<Option<WsEvent>, Error> {
+        let max = usize::try_from(self.config.get_max_message()).unwrap_or(usize::MAX);
+        let Some(deflate) = &mut self.deflate else {
+            return Err(bad(WsField::Reserved));
+        };
+        let before = self.inflated.len();
+        deflate.inflate(payload, fin, &mut self.inflated, max)?;
+        let kind = self.message.map_or(Kind::Binary, |m| m.kind);
+        if kind == Kind::Text && self.utf8.feed(&self.inflated[before..]).is_err() {
+            return Err(Error::InvalidInput {
+                kind: InvalidInput::Utf8,
+                offset: 0,
+            });
+        }
+        let added = (self.inflated.len() - before) as u64;
+        self.add_to_message(added, fin)?;
+        if !fin {
+            return Ok(None);
+        }
+        let whole = self.inflated.split().freeze();
+        // A large message's room goes with it.
+        self.inflated = BytesMut::new();
+        if let Some(deflate) = &mut self.deflate {
+            deflate.release_idle();
+        }
+        Ok(Some(match kind {
+            Kind::Text => WsEvent::Text(whole),
+            Kind::Binary => WsEvent::Binary(whole),
+        }))
+    }
+
+    #[cfg(not(feature = "deflate"))]
+    fn inflate(&mut self, _fin: bool, _payload: &[u8]) -> Result<Option<WsEvent>, Error> {
+        Err(bad(WsField::Reserved))
+    }
+
+    /// A whole control frame: a ping answered, a close handled.
+    fn control(
+        &mut self,
+        wire: &mut Wire<'_>,
+        opcode: OpCode,
+        payload: Bytes,
+    ) -> Result<Option<WsEvent>, Error> {
+        match opcode {
+            OpCode::Ping => {
+                if self.config.get_auto_pong() && self.closing == Closing::Open {
+                    let pong = self.frame(true, false, OpCode::Pong, payload.clone());
+                    // Only the latest ping needs its pong (RFC 6455, 5.5.3).
+                    self.owed = wire.reply(pong).err().map(|r| r.into_parts().1);
+                }
+                Ok(self.config.get_pings().then_some(WsEvent::Ping(payload)))
+            }
+            OpCode::Pong => Ok(self.config.get_pings().then_some(WsEvent::Pong(payload))),
+            _ => {
+                let frame = close::parse(&payload)?;
+                if self.closing == Closing::Open {
+                    let echo = self.close_frame(frame.code, &[]);
+                    send_close(wire, echo);
+                }
+                self.closing = Closing::Done;
+                wire.close_write();
+                Ok(Some(WsEvent::Close(frame)))
+            }
+        }
+    }
+
+    /// No complete event in the buffer: wait, or at the end of the stream
+    /// finish (cleanly between frames, with the bytes of a cut frame
+    /// otherwise).
+    fn at_end(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
+        if !wire.is_eof() {
+            return Ok(None);
+        }
+        self.done = true;
+        if wire.recv().is_empty() && self.reading.is_none() && self.message.is_none() {
+            return Ok(None);
+        }
+        self.restore(wire);
+        let offset = wire.recv().offset();
+        Err(Error::Truncated {
+            partial: wire.recv().take_tail(),
+            offset,
+        })
+    }
+
+    /// Masks again what was unmasked of a frame left in the buffer, so
+    /// that the bytes handed back (an error's, the end's) are the bytes
+    /// that arrived.
+    fn restore(&mut self, wire: &mut Wire<'_>) {
+        let Some(reading) = self.reading.take() else {
+            return;
+        };
+        let Some(key) = reading.head.mask else {
+            return;
+        };
+        let at = if reading.taken == 0 {
+            reading.head.head_len
+        } else {
+            0
+        };
+        let len = usize::try_from(reading.seen - reading.taken).unwrap_or(usize::MAX);
+        if let Some(bytes) = wire.recv().peek_mut().get_mut(at..at.saturating_add(len)) {
+            frame::apply_mask(bytes, key, reading.taken);
+        }
+    }
+
+    /// Fails the connection: the close that fits `error` is queued (unless
+    /// a close went out already) and the write side shuts after it.
+    fn fail(&mut self, wire: &mut Wire<'_>, error: Error) -> Error {
+        self.restore(wire);
+        // Where the bytes not consumed start: the frame at fault.
+        let error = at(error, wire.recv().offset());
+        if self.closing == Closing::Open && !matches!(error, Error::Truncated { .. }) {
+            let close = self.close_frame(Some(close::close_code_for(&error)), &[]);
+            send_close(wire, close);
+        }
+        self.closing = Closing::Done;
+        self.done = true;
+        wire.close_write();
+        error
+    }
+}
+
+/// Queues this side's close after the messages queued before it (no data
+/// frame may follow a close, RFC 6455 section 5.5.1); on the urgent lane
+/// only when the bulk lane is full (a peer that stopped reading).
+fn send_close(wire: &mut Wire<'_>, close: Frame) {
+    if let Err(refused) = wire.push(close) {
+        let _ = wire.reply(refused.into_parts().1);
+    }
+}
+
+/// `error` placed at `offset` in the stream, unless it has a place.
+fn at(error: Error, offset: u64) -> Error {
+    match error {
+        Error::InvalidInput { kind, offset: 0 } => Error::InvalidInput { kind, offset },
+        Error::LimitExceeded {
+            limit,
+            max,
+            attempted,
+            offset: 0,
+        } => Error::LimitExceeded {
+            limit,
+            max,
+            attempted,
+            offset,
+        },
+        other => other,
+    }
+}
+
+fn over(limit: Limit, max: u64, attempted: u64) -> Error {
+    Error::LimitExceeded {
+        limit,
+        max,
+        attempted,
+        offset: 0,
+    }
+}
+
+fn control_len(len: usize) -> Result<(), Error> {
+    if len > 125 {
+        return Err(Error::Misuse(crate::error::Misuse::Unencodable(
+            crate::error::Unencodable::TooLong {
+                len: len as u64,
+                max: 125,
+            },
+        )));
+    }
+    Ok(())
+}
+
+impl Protocol for WebSocket {
+    type Event = WsEvent;
+
+    fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
+        if let Some(pong) = self.owed.take() {
+            self.owed = wire.reply(pong).err().map(|r| r.into_parts().1);
+        }
+        if self.done {
+            return Ok(None);
+        }
+        match self.read(wire) {
+            Ok(Some(WsEvent::Close(frame))) => {
+                self.done = true;
+                Ok(Some(WsEvent::Close(frame)))
+            }
+            Ok(event) => Ok(event),
+            Err(e) => Err(self.fail(wire, e)),
+        }
+    }
+
+    fn phase(&self) -> Phase {
+        if self.done {
+            Phase::Done
+        } else {
+            Phase::Framing
+        }
+    }
+}
+
+/// Makes whole messages of [`Part`]s, with one copy (none for a message
+/// whose only part is its last).
+#[derive(Debug, Default)]
+pub struct Assembler {
+    kind: Option<Kind>,
+    buf: BytesMut,
+}
+
+impl Assembler {
+    /// An empty assembler.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a part; the whole message once its last part came. The
+    /// [`WebSocket`]'s `max_message` bounds what it collects.
+    pub fn push(&mut self, part: Part) -> Option<(Kind, Bytes)> {
+        let kind = *self.kind.get_or_insert(part.kind);
+        if !part.last {
+            self.buf.extend_from_slice(&part.data);
+            return None;
+        }
+        self.kind = None;
+        if self.buf.is_empty() {
+            return Some((kind, part.data));
+        }
+        self.buf.extend_from_slice(&part.data);
+        let whole = self.buf.split().freeze();
+        self.buf = BytesMut::new();
+        Some((kind, whole))
+    }
+}
