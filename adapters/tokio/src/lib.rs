@@ -94,6 +94,7 @@
 mod codec;
 mod conn;
 mod drain;
+mod entropy;
 mod error;
 mod fill;
 mod reset;
@@ -105,6 +106,7 @@ mod writer;
 #[cfg(feature = "codec")]
 pub use codec::TokioCodec;
 pub use conn::{Connection, FrameReader, SessionReader};
+pub use entropy::OsEntropy;
 pub use error::{ConnError, WriteError};
 pub use reset::Reset;
 pub use spawn::{spawn_connection, spawn_writer, ConnHandle, Events, WriteHandle};
