@@ -2,3 +2,4 @@
 
 pub mod http1;
 pub mod http_proxy;
+pub mod websocket;
