@@ -689,3 +689,53 @@ fn a_whole_message_is_one_view_of_the_buffer() {
     assert_eq!(data.as_ptr(), buffered.wrapping_add(8));
     assert_eq!(&data[..], &[5; 1000][..]);
 }
+
+// ----- answers that wait for room -----
+
+#[test]
+fn pongs_and_the_close_wait_for_room_and_are_never_dropped() {
+    use cleave_proto::{ConnConfig, WriteQueueConfig};
+    let queue = WriteQueueConfig::default().urgent_max_items(2).unwrap();
+    let config = ConnConfig::default().write_queue(queue);
+    let mut conn = Conn::with_config(WebSocket::server(WsConfig::default()), config, NOW);
+    let mut bytes = Vec::new();
+    for i in 0..5u8 {
+        bytes.extend(frame(true, 9, &[i], KEY));
+    }
+    bytes.extend(frame(true, 8, b"\x03\xe8", KEY));
+    conn.feed(&bytes, NOW).unwrap();
+    let mut written = Vec::new();
+    let mut closes = 0;
+    // The driver's loop: poll, write, poll again while writing made room.
+    for _ in 0..10 {
+        while let Some(event) = conn.poll_event().unwrap() {
+            assert!(matches!(event, WsEvent::Close(_)));
+            closes += 1;
+        }
+        written.extend(drain(&mut conn));
+    }
+    assert_eq!(closes, 1);
+    let (back, _) = run(client_with(WsConfig::default().pings(true)), &written, &[]);
+    assert_eq!(
+        back.pongs,
+        (0..5u8).map(|i| vec![i]).collect::<Vec<_>>(),
+        "every pong, in order"
+    );
+    assert_eq!(
+        back.close.and_then(|c| c.code),
+        Some(1000),
+        "then the close"
+    );
+    assert_eq!(conn.poll_shutdown(), Some(Shutdown::Write));
+}
+
+#[test]
+fn an_error_in_the_first_frame_is_at_offset_zero() {
+    for bytes in [frame(true, 8, b"\x03", KEY), frame(true, 1, b"\xce", KEY)] {
+        let (seen, _) = run(server(), &bytes, &[]);
+        assert!(
+            matches!(seen.error, Some(Error::InvalidInput { offset: 0, .. })),
+            "{seen:?}"
+        );
+    }
+}

@@ -72,6 +72,16 @@ enum Closing {
     Done,
 }
 
+/// A reply waiting for room.
+#[derive(Debug)]
+enum Owed {
+    /// A ping's answer (urgent lane).
+    Pong(Frame),
+    /// The answer to the peer's close (after the queued messages); the
+    /// write side shuts once it is queued.
+    Close(Frame),
+}
+
 /// The frame being read.
 #[derive(Clone, Copy, Debug)]
 struct Reading {
@@ -132,8 +142,9 @@ pub struct WebSocket {
     closing: Closing,
     /// The stream ended, or reading failed: no event comes.
     done: bool,
-    /// A pong that found the urgent lane full, sent when there is room.
-    owed: Option<Frame>,
+    /// A reply that found no room in the queue: nothing more is read until
+    /// it is queued.
+    owed: Option<Owed>,
     entropy: Option<Box<dyn Entropy + Send>>,
     #[cfg(feature = "deflate")]
     deflate: Option<Box<Deflate>>,
@@ -438,14 +449,17 @@ impl WebSocket {
     /// The next event, or `Ok(None)` for more bytes.
     fn read(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
         loop {
+            // Where the bytes not consumed start: the frame at fault (or
+            // the rest of a streamed one).
+            let here = wire.recv().offset();
             if self.reading.is_none() {
-                let parsed = frame::parse(wire.recv().peek(), self.rsv1_allowed())?;
-                let Some(head) = parsed else {
+                let parsed = frame::parse(wire.recv().peek(), self.rsv1_allowed());
+                let Some(head) = parsed.map_err(|e| at(e, here))? else {
                     return self.at_end(wire);
                 };
-                self.start(head)?;
+                self.start(head).map_err(|e| at(e, here))?;
             }
-            let have = self.unmask_new(wire)?;
+            let have = self.unmask_new(wire).map_err(|e| at(e, here))?;
             let Some(reading) = self.reading else {
                 continue;
             };
@@ -453,13 +467,15 @@ impl WebSocket {
                 if have == 0 && reading.head.len > reading.taken {
                     return self.at_end(wire);
                 }
-                return self.stream_piece(wire, reading, have).map(Some);
+                return self
+                    .stream_piece(wire, reading, have)
+                    .map(Some)
+                    .map_err(|e| at(e, here));
             }
             if have < reading.head.len {
                 return self.at_end(wire);
             }
             self.reading = None;
-            let start = wire.recv().offset();
             let len = usize::try_from(reading.head.len).unwrap_or(usize::MAX);
             let payload = wire.recv().split_frame(reading.head.head_len, len, 0);
             let event = if reading.head.opcode.is_control() {
@@ -468,8 +484,8 @@ impl WebSocket {
                 self.data(reading.head.fin, payload)
             };
             // A rule the whole frame broke: the error is at its start.
-            let event = event.map_err(|e| at(e, start))?;
-            if event.is_some() {
+            let event = event.map_err(|e| at(e, here))?;
+            if event.is_some() || self.owed.is_some() {
                 return Ok(event);
             }
         }
@@ -594,20 +610,24 @@ impl WebSocket {
             OpCode::Ping => {
                 if self.config.get_auto_pong() && self.closing == Closing::Open {
                     let pong = self.frame(true, false, OpCode::Pong, payload.clone());
-                    // Only the latest ping needs its pong (RFC 6455, 5.5.3).
-                    self.owed = wire.reply(pong).err().map(|r| r.into_parts().1);
+                    // No room (a peer that pings and does not read):
+                    // reading waits for the pong to go.
+                    if let Err(refused) = wire.reply(pong) {
+                        self.owed = Some(Owed::Pong(refused.into_parts().1));
+                    }
                 }
                 Ok(self.config.get_pings().then_some(WsEvent::Ping(payload)))
             }
             OpCode::Pong => Ok(self.config.get_pings().then_some(WsEvent::Pong(payload))),
             _ => {
                 let frame = close::parse(&payload)?;
-                if self.closing == Closing::Open {
-                    let echo = self.close_frame(frame.code, &[]);
-                    send_close(wire, echo);
-                }
+                let echo =
+                    (self.closing == Closing::Open).then(|| self.close_frame(frame.code, &[]));
                 self.closing = Closing::Done;
-                wire.close_write();
+                match echo.map(|echo| send_close(wire, echo)) {
+                    Some(Err(echo)) => self.owed = Some(Owed::Close(echo)),
+                    _ => wire.close_write(),
+                }
                 Ok(Some(WsEvent::Close(frame)))
             }
         }
@@ -657,11 +677,12 @@ impl WebSocket {
     /// a close went out already) and the write side shuts after it.
     fn fail(&mut self, wire: &mut Wire<'_>, error: Error) -> Error {
         self.restore(wire);
-        // Where the bytes not consumed start: the frame at fault.
-        let error = at(error, wire.recv().offset());
         if self.closing == Closing::Open && !matches!(error, Error::Truncated { .. }) {
             let close = self.close_frame(Some(close::close_code_for(&error)), &[]);
-            send_close(wire, close);
+            // With no room in either lane the close is lost: the error is
+            // final, nothing polls the protocol again; the write side
+            // still shuts.
+            let _ = send_close(wire, close);
         }
         self.closing = Closing::Done;
         self.done = true;
@@ -672,22 +693,26 @@ impl WebSocket {
 
 /// Queues this side's close after the messages queued before it (no data
 /// frame may follow a close, RFC 6455 section 5.5.1); on the urgent lane
-/// only when the bulk lane is full (a peer that stopped reading).
-fn send_close(wire: &mut Wire<'_>, close: Frame) {
-    if let Err(refused) = wire.push(close) {
-        let _ = wire.reply(refused.into_parts().1);
-    }
+/// when the bulk lane is full (a peer that stopped reading). The frame
+/// comes back when neither has room.
+fn send_close(wire: &mut Wire<'_>, close: Frame) -> Result<(), Frame> {
+    let Err(refused) = wire.push(close) else {
+        return Ok(());
+    };
+    wire.reply(refused.into_parts().1)
+        .map(drop)
+        .map_err(|refused| refused.into_parts().1)
 }
 
-/// `error` placed at `offset` in the stream, unless it has a place.
+/// `error` (made without a place) placed at `offset` in the stream.
 fn at(error: Error, offset: u64) -> Error {
     match error {
-        Error::InvalidInput { kind, offset: 0 } => Error::InvalidInput { kind, offset },
+        Error::InvalidInput { kind, .. } => Error::InvalidInput { kind, offset },
         Error::LimitExceeded {
             limit,
             max,
             attempted,
-            offset: 0,
+            ..
         } => Error::LimitExceeded {
             limit,
             max,
@@ -723,8 +748,21 @@ impl Protocol for WebSocket {
     type Event = WsEvent;
 
     fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
-        if let Some(pong) = self.owed.take() {
-            self.owed = wire.reply(pong).err().map(|r| r.into_parts().1);
+        match self.owed.take() {
+            Some(Owed::Pong(pong)) => {
+                if let Err(refused) = wire.reply(pong) {
+                    self.owed = Some(Owed::Pong(refused.into_parts().1));
+                    return Ok(None);
+                }
+            }
+            Some(Owed::Close(close)) => match send_close(wire, close) {
+                Ok(()) => wire.close_write(),
+                Err(close) => {
+                    self.owed = Some(Owed::Close(close));
+                    return Ok(None);
+                }
+            },
+            None => {}
         }
         if self.done {
             return Ok(None);
@@ -740,7 +778,8 @@ impl Protocol for WebSocket {
     }
 
     fn phase(&self) -> Phase {
-        if self.done {
+        // Done once the last answer is queued.
+        if self.done && self.owed.is_none() {
             Phase::Done
         } else {
             Phase::Framing
