@@ -270,9 +270,15 @@ where
             }
             // Write what is queued without waiting for the socket.
             if this.conn.wants_write() {
+                let before = this.conn.queue().marks();
                 if let Poll::Ready(Err(e)) = this.poll_drain(cx) {
                     this.ended = true;
                     return Poll::Ready(Some(Err(e)));
+                }
+                // Room freed: a protocol waiting to queue an answer (a
+                // pong, a close) goes on before the next read.
+                if this.conn.queue().marks() != before {
+                    continue;
                 }
             }
             if this.conn.is_finished() {

@@ -52,6 +52,9 @@ impl<S: AsyncWrite + Reset + Unpin> Io<S> {
         if marks != before || st.conn.queue().is_closed() {
             st.waiters.written(marks, Waker::wake);
             st.wake_room();
+            // A protocol waiting to queue an answer goes on at the next
+            // poll of the events.
+            st.wake_events();
         }
         let empty = match drained {
             Poll::Ready(result) => result.map(|()| true)?,
