@@ -265,3 +265,215 @@ pub fn sans_io_echo() -> Conn<WebSocket> {
         std::time::Duration::ZERO,
     )
 }
+
+// ----- mio -----
+
+/// A connection's protocol over its life, for a slab that holds one
+/// type: the opening handshake on `http1::Server`, then WebSocket on the
+/// same buffer (the bytes after the request in place).
+#[derive(Debug)]
+pub enum Upgrading {
+    /// Reading the upgrade request.
+    Http(Server),
+    /// The handshake is done.
+    Open(WebSocket),
+}
+
+/// What an [`Upgrading`] connection reads.
+#[derive(Debug)]
+pub enum UpgradingEvent {
+    /// A part of the upgrade request.
+    Http(ServerEvent),
+    /// A WebSocket event.
+    Ws(WsEvent),
+}
+
+impl cleave_proto::Protocol for Upgrading {
+    type Event = UpgradingEvent;
+
+    fn poll_event(
+        &mut self,
+        wire: &mut cleave_proto::conn::Wire<'_>,
+    ) -> Result<Option<UpgradingEvent>, cleave_proto::Error> {
+        Ok(match self {
+            Self::Http(http) => http.poll_event(wire)?.map(UpgradingEvent::Http),
+            Self::Open(ws) => ws.poll_event(wire)?.map(UpgradingEvent::Ws),
+        })
+    }
+
+    fn phase(&self) -> cleave_proto::conn::Phase {
+        match self {
+            Self::Http(http) => http.phase(),
+            Self::Open(ws) => ws.phase(),
+        }
+    }
+}
+
+const MIO_LISTENER: mio::Token = mio::Token(0);
+const MIO_WAKER: mio::Token = mio::Token(1);
+
+type MioWs = cleave_mio::Conn<mio::net::TcpStream, Upgrading>;
+
+/// One mio connection's echo and the frames the queue had no room for
+/// yet (reading pauses while there are any).
+#[derive(Debug, Default)]
+struct MioPeer {
+    echo: Echo,
+    request: Option<Request>,
+    backlog: std::collections::VecDeque<Frame>,
+}
+
+/// The echo server on one thread's `mio::Poll`: every connection a
+/// [`cleave_mio::Conn`] of [`Upgrading`] in a `Conns` slab. Serves until
+/// the returned stop flag is set (and the waker woken).
+///
+/// # Errors
+///
+/// What binding, `poll` or `accept` say.
+pub fn serve_mio(
+    listener: std::net::TcpListener,
+    stop: &std::sync::atomic::AtomicBool,
+    on_waker: impl FnOnce(std::sync::Arc<mio::Waker>),
+) -> io::Result<()> {
+    use std::sync::atomic::Ordering;
+    listener.set_nonblocking(true)?;
+    let mut listener = mio::net::TcpListener::from_std(listener);
+    let mut poll = mio::Poll::new()?;
+    poll.registry()
+        .register(&mut listener, MIO_LISTENER, mio::Interest::READABLE)?;
+    on_waker(std::sync::Arc::new(mio::Waker::new(
+        poll.registry(),
+        MIO_WAKER,
+    )?));
+    let mut conns: cleave_mio::Conns<mio::net::TcpStream, Upgrading> =
+        cleave_mio::Conns::starting_at(mio::Token(2));
+    let mut peers: std::collections::HashMap<mio::Token, MioPeer> = Default::default();
+    let mut events = mio::Events::with_capacity(256);
+    let mut read = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        poll.poll(&mut events, None)?;
+        for event in &events {
+            let token = event.token();
+            if token == MIO_WAKER {
+                continue;
+            }
+            if token == MIO_LISTENER {
+                conns.accept(&listener, poll.registry(), |socket, _peer| {
+                    socket.set_nodelay(true).ok()?;
+                    let http = Upgrading::Http(Server::new());
+                    Some(MioWs::with_config(socket, http, conn_config()))
+                })?;
+                continue;
+            }
+            let Some(conn) = conns.get_mut(token) else {
+                continue;
+            };
+            let peer = peers.entry(token).or_default();
+            let outcome = conn.on_event(event, &mut read);
+            let finished = match mio_drive(conn, peer, outcome, &mut read) {
+                Ok(()) => !matches!(conns.settle(poll.registry(), token), Ok(None)),
+                Err(_) => true,
+            };
+            if finished {
+                conns.take(token);
+                peers.remove(&token);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Hands what one event brought to the echo, queues its answers, writes;
+/// reads on while the read budget ran out or the protocol switched.
+fn mio_drive(
+    conn: &mut MioWs,
+    peer: &mut MioPeer,
+    mut outcome: Result<cleave_mio::ReadOutcome, ConnError>,
+    read: &mut Vec<UpgradingEvent>,
+) -> Result<(), ConnError> {
+    loop {
+        let mut switched = false;
+        for event in read.drain(..) {
+            match event {
+                UpgradingEvent::Http(ServerEvent::Head(request)) => peer.request = Some(request),
+                UpgradingEvent::Http(ServerEvent::End) => {
+                    switched = mio_upgrade(conn, peer);
+                }
+                UpgradingEvent::Http(_) => {}
+                UpgradingEvent::Ws(event) => {
+                    let Upgrading::Open(ws) = conn.conn_mut().protocol_mut() else {
+                        continue;
+                    };
+                    peer.backlog.extend(peer.echo.answer(ws, event));
+                }
+            }
+        }
+        let more = match outcome {
+            Ok(outcome) => outcome.more,
+            // The protocol queued its close (or the refusal): write it.
+            Err(ConnError::Protocol(_)) => false,
+            Err(e) => return Err(e),
+        };
+        let before = conn.conn().queue().marks();
+        let resumed = mio_pump(conn, peer)?;
+        // Room freed: a protocol waiting to queue an answer goes on.
+        let freed = conn.conn().queue().marks() != before && !conn.conn().is_read_done();
+        if !(more || switched || resumed || freed) || !peer.backlog.is_empty() {
+            return Ok(());
+        }
+        outcome = conn.on_readable(read);
+    }
+}
+
+/// The handshake's answer: the 101 and the switch, or a refusal and the
+/// close. Returns whether the connection switched (bytes after the
+/// request may wait in the buffer).
+fn mio_upgrade(conn: &mut MioWs, peer: &mut MioPeer) -> bool {
+    let Some(request) = peer.request.take() else {
+        conn.close();
+        return false;
+    };
+    match websocket::accept(&request, &accept_config()) {
+        Ok(accepted) => {
+            // Written before the switch, so that a pong the protocol owes
+            // cannot overtake it.
+            peer.backlog
+                .push_back(Frame::from(accepted.response().clone()));
+            let _ = mio_pump(conn, peer);
+            *conn.conn_mut().protocol_mut() = Upgrading::Open(protocol(&accepted));
+            true
+        }
+        Err(_) => {
+            peer.backlog
+                .push_back(Frame::from(websocket::refusal(&request)));
+            let _ = mio_pump(conn, peer);
+            conn.close();
+            false
+        }
+    }
+}
+
+/// Moves the backlog into the write queue and writes while the socket
+/// takes it; pauses reading while frames wait. Returns whether reading
+/// resumed.
+fn mio_pump(conn: &mut MioWs, peer: &mut MioPeer) -> Result<bool, ConnError> {
+    let was_paused = !peer.backlog.is_empty();
+    loop {
+        while let Some(frame) = peer.backlog.pop_front() {
+            if let Err(rejected) = conn.conn_mut().push(frame) {
+                match rejected.when_full() {
+                    Some(frame) => peer.backlog.push_front(frame),
+                    None => peer.backlog.clear(),
+                }
+                break;
+            }
+        }
+        let emptied = conn.on_writable()?;
+        if peer.backlog.is_empty() || !emptied {
+            break;
+        }
+    }
+    let waiting = !peer.backlog.is_empty();
+    conn.pause_reading(waiting);
+    Ok(was_paused && !waiting)
+}
