@@ -68,7 +68,10 @@ USAGE:
 
 ROUTES (first match wins, in the order given):
     --route sni:PATTERN=ADDR     TLS ClientHello server name, e.g. *.example.com
-    --route host:PATTERN=ADDR    HTTP/1.x Host (port ignored), e.g. example.com
+    --route host:PATTERN=ADDR    HTTP/1.x Host (port ignored), e.g. example.com;
+                                 a WebSocket upgrade is passed to ADDR
+    --route ws-lines:PATTERN=ADDR  HTTP/1.x Host; a WebSocket upgrade is answered
+                                 by the proxy, its messages sent to ADDR as lines
     --route prefix:TEXT=ADDR     connections that start with TEXT
     --fallback ADDR              everything else (without it: closed)
 
@@ -138,6 +141,10 @@ struct Backend {
     name: String,
     /// `None`: no fallback was given; such connections are closed.
     addr: Option<SocketAddr>,
+    /// WebSocket upgrades routed here are terminated by the proxy and
+    /// bridged to the backend as lines (`ws-lines:` routes); otherwise
+    /// they are passed.
+    terminate_ws: bool,
     counters: Counters,
 }
 
@@ -217,8 +224,11 @@ impl Proxy {
                         // HTTP: every request goes where its own Host
                         // routes, not where the first one did.
                         let addrs: Vec<_> = self.backends.iter().map(|b| b.addr).collect();
+                        let terminate: Vec<usize> = (0..self.backends.len())
+                            .filter(|&i| self.backends[i].terminate_ws)
+                            .collect();
                         let client = http_proxy::routed(events, self.router.clone());
-                        let moved = http_proxy::serve(client, &addrs).await?;
+                        let moved = http_proxy::serve_with(client, &addrs, &terminate).await?;
                         return Ok((moved.up, moved.down));
                     }
                     let target = self.backends.get(decision.target).ok_or("bad target")?;
@@ -277,6 +287,8 @@ struct RouteArg {
     spec: String,
     when: Match,
     addr: String,
+    /// A `ws-lines:` route: WebSocket terminated, bridged as lines.
+    terminate_ws: bool,
 }
 
 enum Command {
@@ -326,7 +338,8 @@ fn describe_timeouts(t: &Timeouts) -> String {
 fn parse_route(spec: &str) -> Result<RouteArg, String> {
     let bad = || {
         format!(
-            "bad --route {spec:?}: want sni:PATTERN=ADDR, host:PATTERN=ADDR or prefix:TEXT=ADDR"
+            "bad --route {spec:?}: want sni:PATTERN=ADDR, host:PATTERN=ADDR, \
+             ws-lines:PATTERN=ADDR or prefix:TEXT=ADDR"
         )
     };
     let (kind, rest) = spec.split_once(':').ok_or_else(bad)?;
@@ -336,7 +349,7 @@ fn parse_route(spec: &str) -> Result<RouteArg, String> {
     }
     let when = match kind {
         "sni" => Match::TlsServerName(HostPattern::new(pattern)),
-        "host" => Match::HttpHost(HostPattern::new(pattern)),
+        "host" | "ws-lines" => Match::HttpHost(HostPattern::new(pattern)),
         "prefix" => Match::Prefix(Bytes::from(pattern.to_owned())),
         _ => return Err(bad()),
     };
@@ -347,6 +360,7 @@ fn parse_route(spec: &str) -> Result<RouteArg, String> {
         },
         when,
         addr: addr.to_owned(),
+        terminate_ws: kind == "ws-lines",
     })
 }
 
@@ -415,6 +429,7 @@ fn backend(name: impl Into<String>, addr: Option<SocketAddr>) -> Backend {
     Backend {
         name: name.into(),
         addr,
+        terminate_ws: false,
         counters: Counters::default(),
     }
 }
@@ -436,7 +451,10 @@ async fn listen_mode(
         let addr = resolve(&route.addr).await?;
         println!("route {:<28} => {addr}", route.spec);
         router = router.rule(route.when, backends.len());
-        backends.push(backend(route.spec, Some(addr)));
+        backends.push(Backend {
+            terminate_ws: route.terminate_ws,
+            ..backend(route.spec, Some(addr))
+        });
     }
     match fallback_addr {
         Some(addr) => println!("fallback {:<25} => {addr}", ""),

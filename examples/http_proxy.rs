@@ -10,15 +10,23 @@
 //!                                          Data / End  ─> the same backend (re-chunked if chunked)
 //!          <─ response head, body, end ───────────────── backend[target]
 //! ```
+//!
+//! A WebSocket upgrade is passed, by default: the request goes to its
+//! backend like any other, and after the backend's 101 the two sockets are
+//! tunnelled. For the targets [`serve_with`] is told to, the proxy
+//! terminates it instead: it answers the handshake itself, and bridges the
+//! messages to the backend as lines (a message out as a line, a line back
+//! as a text message): a WebSocket front for a line protocol.
 
 use std::io;
 use std::net::SocketAddr;
 
 use cleave_proto::http1::{
-    self, Body, Client, ClientEvent, Headers, PerRequest, Routed, RoutedEvent,
+    self, Body, Client, ClientEvent, Headers, PerRequest, Request, Routed, RoutedEvent,
 };
-use cleave_proto::{Bytes, Conn, Frame, Protocol};
-use cleave_tokio::{tunnel, ConnError, Connection, Reset};
+use cleave_proto::websocket::{self, close_code, Assembler, Kind, WebSocket, WsConfig, WsEvent};
+use cleave_proto::{Bytes, Conn, Encoder, Frame, Lines, Protocol};
+use cleave_tokio::{tunnel, ConnError, Connection, FrameReader, Reset};
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -66,8 +74,26 @@ fn last_chunk(trailers: Option<&Headers>) -> Result<Bytes, BoxError> {
 /// The client's or a backend's I/O errors, and protocol errors (a
 /// refused request is answered with its status first).
 pub async fn serve<S>(
+    client: Connection<S, Routed<usize>>,
+    backends: &[Option<SocketAddr>],
+) -> Result<Moved, BoxError>
+where
+    S: AsyncRead + AsyncWrite + Reset + Unpin,
+{
+    serve_with(client, backends, &[]).await
+}
+
+/// As [`serve`], terminating the WebSocket upgrades routed to the targets
+/// in `terminate_ws`: the proxy answers the handshake and bridges the
+/// messages to the target's backend as lines.
+///
+/// # Errors
+///
+/// As [`serve`].
+pub async fn serve_with<S>(
     mut client: Connection<S, Routed<usize>>,
     backends: &[Option<SocketAddr>],
+    terminate_ws: &[usize],
 ) -> Result<Moved, BoxError>
 where
     S: AsyncRead + AsyncWrite + Reset + Unpin,
@@ -100,6 +126,10 @@ where
             RoutedEvent::Head {
                 request, target, ..
             } => {
+                if is_websocket(&request) && terminate_ws.contains(&target) {
+                    let addr = backends.get(target).copied().flatten();
+                    return terminate(client, request, addr, moved).await;
+                }
                 let Some(backend) = backend(&mut open, backends, target).await? else {
                     let head = http1::response(
                         502,
@@ -274,4 +304,106 @@ where
     S: AsyncRead + AsyncWrite + Reset + Unpin,
 {
     client.switch(|_| Routed::new(router, PerRequest::Follow))
+}
+
+/// Whether a request asks to switch to WebSocket.
+fn is_websocket(request: &Request) -> bool {
+    request
+        .upgrade()
+        .is_some_and(|upgrade| upgrade.eq_ignore_ascii_case(b"websocket"))
+}
+
+/// Terminates a WebSocket upgrade: the handshake answered here, then the
+/// messages bridged to `addr` as lines until either side ends.
+async fn terminate<S>(
+    mut client: Connection<S, Routed<usize>>,
+    request: Request,
+    addr: Option<SocketAddr>,
+    mut moved: Moved,
+) -> Result<Moved, BoxError>
+where
+    S: AsyncRead + AsyncWrite + Reset + Unpin,
+{
+    // The request's end: a WebSocket upgrade has no body.
+    while let Some(event) = client.next().await {
+        if matches!(event?, RoutedEvent::End) {
+            break;
+        }
+    }
+    let (accepted, addr) = match (
+        websocket::accept(&request, &websocket::AcceptConfig::default()),
+        addr,
+    ) {
+        (Ok(accepted), Some(addr)) => (accepted, addr),
+        (refused, _) => {
+            let answer = match refused {
+                Ok(_) => {
+                    http1::response(502, "Bad Gateway", &[("Connection", b"close")], Body::Empty)?
+                }
+                Err(_) => websocket::refusal(&request),
+            };
+            client.send(answer).await?;
+            client.close().await?;
+            return Ok(moved);
+        }
+    };
+    let socket = TcpStream::connect(addr).await?;
+    socket.set_nodelay(true)?;
+    let mut lines = FrameReader::new(socket, Lines::new());
+    client.send(accepted.response().clone()).await?;
+    client.flush().await?;
+    moved.requests += 1;
+    let mut ws = client.switch(|_| WebSocket::server(WsConfig::default()));
+    let mut encoder = Lines::new();
+    let mut parts = Assembler::new();
+    let mut backend_open = true;
+    loop {
+        tokio::select! {
+            event = ws.next() => {
+                let message = match event {
+                    Some(Ok(WsEvent::Text(data) | WsEvent::Binary(data))) => data,
+                    Some(Ok(WsEvent::Part(part))) => match parts.push(part) {
+                        Some((_, whole)) => whole,
+                        None => continue,
+                    },
+                    Some(Ok(_)) => continue,
+                    // The close handshake is done, or the client broke a
+                    // rule (the protocol answered it): the line side ends.
+                    Some(Err(_)) | None => break,
+                };
+                moved.up += message.len() as u64;
+                match encoder.encode(message) {
+                    Ok(line) => {
+                        lines.send(line).await?;
+                        lines.flush().await?;
+                    }
+                    // A message with a line break cannot be one line.
+                    Err(_) => {
+                        let close = ws.conn_mut().protocol_mut().close(close_code::POLICY, "not a line")?;
+                        ws.send(close).await?;
+                        ws.flush().await?;
+                    }
+                }
+            }
+            line = lines.next(), if backend_open => {
+                let Some(Ok(line)) = line else {
+                    // The backend ended: the client is told so.
+                    backend_open = false;
+                    if !ws.conn().protocol().is_closing() {
+                        let close = ws.conn_mut().protocol_mut().close(close_code::GOING_AWAY, "")?;
+                        ws.send(close).await?;
+                        ws.flush().await?;
+                    }
+                    continue;
+                };
+                moved.down += line.len() as u64;
+                let message = ws.conn_mut().protocol_mut().message(Kind::Text, line);
+                ws.send(message).await?;
+                ws.flush().await?;
+            }
+        }
+    }
+    ws.close().await?;
+    lines.close().await?;
+    Ok(moved)
 }
