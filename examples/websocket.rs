@@ -152,22 +152,7 @@ pub async fn serve_tokio_connection(socket: TcpStream) -> Result<(), ConnError> 
     http.flush().await?;
     let ws = protocol(&accepted);
     let mut conn = http.switch(|_| ws);
-    let mut echo = Echo::default();
-    while let Some(first) = conn.next().await {
-        let mut next = Some(first);
-        while let Some(event) = next {
-            // An error: the protocol queued its close; write it and stop.
-            let Ok(event) = event else {
-                return conn.close().await;
-            };
-            if let Some(frame) = echo.answer(conn.conn_mut().protocol_mut(), event) {
-                conn.send(frame).await?;
-            }
-            next = conn.next_buffered();
-        }
-        conn.flush().await?;
-    }
-    conn.close().await
+    echo_until_closed(&mut conn).await
 }
 
 /// A WebSocket client connection to `addr`, asking for `target` of
@@ -230,8 +215,10 @@ pub async fn connect_with(
     Ok(http.switch(|_| ws))
 }
 
-/// Echoes what the server sends until its close (Autobahn's
-/// fuzzingserver runs each case so).
+/// Echoes what the peer sends until the close handshake (or an error,
+/// answered with its close code by the protocol): the echo server's loop,
+/// and what Autobahn's fuzzingserver asks of a client in each case. The
+/// answers to what arrived together are written with one flush.
 ///
 /// # Errors
 ///
@@ -243,6 +230,7 @@ pub async fn echo_until_closed(
     while let Some(first) = conn.next().await {
         let mut next = Some(first);
         while let Some(event) = next {
+            // An error: the protocol queued its close; write it and stop.
             let Ok(event) = event else {
                 return conn.close().await;
             };
