@@ -134,15 +134,29 @@ async fn upgrade_request(
 /// What the socket says.
 pub async fn serve_tokio_connection(socket: TcpStream) -> Result<(), ConnError> {
     socket.set_nodelay(true)?;
-    let mut http = Connection::with_config(socket, Server::new(), conn_config());
+    let http = Connection::with_config(socket, Server::new(), conn_config());
+    let Some(mut conn) = handshake(http).await? else {
+        return Ok(());
+    };
+    echo_until_closed(&mut conn).await
+}
+
+/// The server's handshake: the connection switched to WebSocket, or
+/// `None` once a refusal was written. The request (a view of the receive
+/// buffer: it would keep the buffer's block) goes with it.
+async fn handshake(
+    mut http: Connection<TcpStream, Server>,
+) -> Result<Option<Connection<TcpStream, WebSocket>>, ConnError> {
     let Some(request) = upgrade_request(&mut http).await? else {
-        return http.close().await;
+        http.close().await?;
+        return Ok(None);
     };
     let accepted = match websocket::accept(&request, &accept_config()) {
         Ok(accepted) => accepted,
         Err(_) => {
             http.send(websocket::refusal(&request)).await?;
-            return http.close().await;
+            http.close().await?;
+            return Ok(None);
         }
     };
     // The 101 goes out before the protocol switches: a pong the protocol
@@ -151,8 +165,7 @@ pub async fn serve_tokio_connection(socket: TcpStream) -> Result<(), ConnError> 
     http.send(accepted.response().clone()).await?;
     http.flush().await?;
     let ws = protocol(&accepted);
-    let mut conn = http.switch(|_| ws);
-    echo_until_closed(&mut conn).await
+    Ok(Some(http.switch(|_| ws)))
 }
 
 /// A WebSocket client connection to `addr`, asking for `target` of

@@ -173,13 +173,15 @@ impl<P: Protocol> Conn<P> {
 
     /// Gives back what an idle connection does not need: an empty receive
     /// buffer's block, a flushed queue's run buffer (as their configs say,
-    /// [`RecvBuf::release_idle`], [`WriteQueue::release_idle`]). Adapters
-    /// call it when a read finds the socket empty.
+    /// [`RecvBuf::release_idle`], [`WriteQueue::release_idle`]), and what
+    /// the protocol keeps between messages ([`Protocol::release_idle`]).
+    /// Adapters call it when a read finds the socket empty.
     pub fn release_idle(&mut self) {
         self.recv.release_idle();
         if self.send.is_flushed() {
             self.send.release_idle();
         }
+        self.protocol.release_idle();
     }
 
     /// Hands the connection to another protocol, with the same buffer

@@ -184,4 +184,10 @@ pub trait Protocol {
             Close::Reset
         }
     }
+
+    /// The connection is about to wait for its peer
+    /// ([`Conn::release_idle`](crate::Conn::release_idle)): give back
+    /// memory the protocol does not need between messages (a WebSocket's
+    /// compressor without context takeover). Nothing by default.
+    fn release_idle(&mut self) {}
 }

@@ -777,6 +777,16 @@ impl Protocol for WebSocket {
         }
     }
 
+    /// Drops the zlib state that no message needs between messages (a
+    /// direction without context takeover), unless a compressed message
+    /// is half read.
+    fn release_idle(&mut self) {
+        #[cfg(feature = "deflate")]
+        if let Some(deflate) = &mut self.deflate {
+            deflate.release_idle();
+        }
+    }
+
     fn phase(&self) -> Phase {
         // Done once the last answer is queued.
         if self.done && self.owed.is_none() {
