@@ -261,7 +261,9 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
         let Some(writer) = self.io.writer() else {
             return Ok(false);
         };
-        let closing = self.conn.queue().is_closed();
+        // Closing, or nothing more will be read (a protocol's last frame
+        // may wait to be queued): everything goes out.
+        let closing = self.conn.queue().is_closed() || self.conn.is_read_done();
         let mut wrote = false;
         while closing || self.conn.queue().pending_bytes(Lane::Urgent) > 0 {
             if write_once(&mut self.conn, writer, self.base)? == 0 {

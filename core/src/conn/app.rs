@@ -70,6 +70,8 @@ impl<P: Protocol> Conn<P> {
     /// holds goes out, then [`poll_shutdown`](Self::poll_shutdown) asks for
     /// [`Shutdown::Write`](crate::conn::Shutdown::Write).
     pub fn close(&mut self) {
+        // The protocol's last frame, if it has one, goes before the end.
+        self.queue_farewell();
         self.send.close();
         if self.write == WriteSide::Open {
             self.write = WriteSide::Closing;
@@ -113,7 +115,8 @@ impl<P: Protocol> Conn<P> {
     /// Whether to write (or shut down, or reset) now.
     #[must_use]
     pub fn wants_write(&self) -> bool {
-        (self.writing() && !self.send.is_flushed()) || self.poll_shutdown().is_some()
+        (self.writing() && (!self.send.is_flushed() || self.farewell.is_some()))
+            || self.poll_shutdown().is_some()
     }
 
     /// Whether the connection is over: no event will come (the protocol
@@ -135,7 +138,7 @@ impl<P: Protocol> Conn<P> {
     #[must_use]
     pub fn is_write_done(&self) -> bool {
         match self.write {
-            WriteSide::Open => self.send.is_flushed(),
+            WriteSide::Open => self.send.is_flushed() && self.farewell.is_none(),
             WriteSide::Closing | WriteSide::Resetting => false,
             WriteSide::Shut | WriteSide::Reset | WriteSide::Failed => true,
         }
@@ -221,6 +224,7 @@ impl<P: Protocol> Conn<P> {
             read: self.read,
             write: self.write,
             paused: self.paused,
+            farewell: self.farewell,
         }
     }
 
@@ -228,7 +232,9 @@ impl<P: Protocol> Conn<P> {
     /// [`RecvBuf::take_tail`] hands them over as one `Bytes`, for a raw
     /// tunnel) and the queue (with what was not written).
     #[must_use = "the buffer holds the unread bytes: hand them on"]
-    pub fn into_parts(self) -> (P, RecvBuf, WriteQueue) {
+    pub fn into_parts(mut self) -> (P, RecvBuf, WriteQueue) {
+        // A protocol's last frame goes with the queue.
+        self.queue_farewell();
         (self.protocol, self.recv, self.send)
     }
 }

@@ -24,9 +24,10 @@ use core::time::Duration;
 
 use bytes::Bytes;
 
-use crate::error::Error;
+use crate::encoder::Frame;
+use crate::error::{Error, Refusal};
 use crate::recv_buf::RecvBuf;
-use crate::write::{Progress, WriteQueue};
+use crate::write::{Lane, Progress, WriteQueue};
 
 pub use protocol::{Close, Phase, Protocol, Wire};
 use timeouts::{nanos, Nanos, NEVER};
@@ -167,6 +168,9 @@ pub struct Conn<P> {
     read: ReadSide,
     write: WriteSide,
     paused: bool,
+    /// The protocol's last frame, queued at the next write, then the
+    /// write side closes ([`Wire::farewell`]).
+    farewell: Option<Box<Frame>>,
 }
 
 impl<P: Protocol> Conn<P> {
@@ -214,6 +218,7 @@ impl<P: Protocol> Conn<P> {
             read: ReadSide::Open,
             write: WriteSide::Open,
             paused: false,
+            farewell: None,
         }
     }
 
@@ -427,6 +432,7 @@ impl<P: Protocol> Conn<P> {
                 eof: self.read == ReadSide::Ended,
                 now: Duration::from_nanos(self.clock.now),
                 close: &mut close_asked,
+                farewell: &mut self.farewell,
             };
             self.protocol.poll_event(&mut wire)
         };
@@ -479,6 +485,7 @@ impl<P: Protocol> Conn<P> {
     /// [`handle_written`](Self::handle_written) with what the writer took.
     #[cfg(feature = "std")]
     pub fn poll_transmit<'a>(&'a mut self, out: &mut [std::io::IoSlice<'a>]) -> usize {
+        self.queue_farewell();
         if !self.writing() {
             return 0;
         }
@@ -488,6 +495,7 @@ impl<P: Protocol> Conn<P> {
     /// As [`poll_transmit`](Self::poll_transmit), as plain slices (no
     /// `std`).
     pub fn poll_transmit_slices<'a>(&'a mut self, out: &mut [&'a [u8]]) -> usize {
+        self.queue_farewell();
         if !self.writing() {
             return 0;
         }
@@ -498,6 +506,7 @@ impl<P: Protocol> Conn<P> {
     /// bytes, not a copy), for a driver that writes one buffer at a time
     /// (a test, an io_uring submission); `None` when nothing is queued.
     pub fn poll_transmit_chunk(&mut self) -> Option<Bytes> {
+        self.queue_farewell();
         if !self.writing() {
             return None;
         }
@@ -539,6 +548,34 @@ impl<P: Protocol> Conn<P> {
                 self.tick(now);
                 Err(e)
             }
+        }
+    }
+
+    /// Queues the protocol's last frame, after what the application
+    /// queued, and closes the write side; waits while the queue has no
+    /// room.
+    pub(crate) fn queue_farewell(&mut self) {
+        let Some(frame) = self.farewell.take() else {
+            return;
+        };
+        if !self.writing() {
+            return;
+        }
+        let frame = match self.send.push_to(Lane::Bulk, *frame) {
+            Ok(_) => None,
+            // No room in the bulk lane (a peer that stopped reading): the
+            // urgent lane, between frames.
+            Err(refused) => match self.send.push_to(Lane::Urgent, refused.into_parts().1) {
+                Ok(_) => None,
+                Err(refused) => match refused.into_parts() {
+                    (Refusal::Full(_), frame) => Some(frame),
+                    (Refusal::Closed, _) => None,
+                },
+            },
+        };
+        match frame {
+            Some(frame) => self.farewell = Some(Box::new(frame)),
+            None => self.close(),
         }
     }
 

@@ -3,6 +3,9 @@
 
 use core::time::Duration;
 
+use alloc::boxed::Box;
+
+use crate::encoder::Frame;
 use crate::error::{Error, Refusal, Rejected, Timeout};
 use crate::recv_buf::RecvBuf;
 use crate::write::{Lane, Push, Ticket, WriteQueue};
@@ -45,6 +48,7 @@ pub struct Wire<'a> {
     pub(crate) eof: bool,
     pub(crate) now: Duration,
     pub(crate) close: &'a mut bool,
+    pub(crate) farewell: &'a mut Option<Box<Frame>>,
 }
 
 impl<'a> Wire<'a> {
@@ -57,6 +61,7 @@ impl<'a> Wire<'a> {
         eof: bool,
         now: Duration,
         close: &'a mut bool,
+        farewell: &'a mut Option<Box<Frame>>,
     ) -> Self {
         Self {
             recv,
@@ -64,6 +69,7 @@ impl<'a> Wire<'a> {
             eof,
             now,
             close,
+            farewell,
         }
     }
 
@@ -123,6 +129,16 @@ impl<'a> Wire<'a> {
     /// out (a close handshake that is complete).
     pub fn close_write(&mut self) {
         *self.close = true;
+    }
+
+    /// The protocol's last frame (a WebSocket close): queued at the
+    /// connection's next write, after what the application queues in
+    /// answer to the events before it (an adapter that hands events out
+    /// in batches lets the application answer them all first), then the
+    /// write side shuts. It waits for room rather than being dropped; a
+    /// second farewell replaces the first.
+    pub fn farewell(&mut self, frame: impl Into<Frame>) {
+        *self.farewell = Some(Box::new(frame.into()));
     }
 }
 

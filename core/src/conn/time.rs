@@ -46,6 +46,7 @@ impl<P: Protocol> Conn<P> {
                 eof: self.read == ReadSide::Ended,
                 now: Duration::from_nanos(self.clock.now),
                 close: &mut close_asked,
+                farewell: &mut self.farewell,
             };
             self.protocol.on_timeout(&mut wire, which)
         };

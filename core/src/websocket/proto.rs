@@ -77,9 +77,6 @@ enum Closing {
 enum Owed {
     /// A ping's answer (urgent lane).
     Pong(Frame),
-    /// The answer to the peer's close (after the queued messages); the
-    /// write side shuts once it is queued.
-    Close(Frame),
 }
 
 /// The frame being read.
@@ -621,13 +618,14 @@ impl WebSocket {
             OpCode::Pong => Ok(self.config.get_pings().then_some(WsEvent::Pong(payload))),
             _ => {
                 let frame = close::parse(&payload)?;
-                let echo =
-                    (self.closing == Closing::Open).then(|| self.close_frame(frame.code, &[]));
-                self.closing = Closing::Done;
-                match echo.map(|echo| send_close(wire, echo)) {
-                    Some(Err(echo)) => self.owed = Some(Owed::Close(echo)),
-                    _ => wire.close_write(),
+                if self.closing == Closing::Open {
+                    // After the answers to the messages before it.
+                    let echo = self.close_frame(frame.code, &[]);
+                    wire.farewell(echo);
+                } else {
+                    wire.close_write();
                 }
+                self.closing = Closing::Done;
                 Ok(Some(WsEvent::Close(frame)))
             }
         }
@@ -673,35 +671,22 @@ impl WebSocket {
         }
     }
 
-    /// Fails the connection: the close that fits `error` is queued (unless
-    /// a close went out already) and the write side shuts after it.
+    /// Fails the connection: the close that fits `error` goes out at the
+    /// next write, after the application's answers to the messages before
+    /// the error (unless a close went out already), and the write side
+    /// shuts after it.
     fn fail(&mut self, wire: &mut Wire<'_>, error: Error) -> Error {
         self.restore(wire);
         if self.closing == Closing::Open && !matches!(error, Error::Truncated { .. }) {
             let close = self.close_frame(Some(close::close_code_for(&error)), &[]);
-            // With no room in either lane the close is lost: the error is
-            // final, nothing polls the protocol again; the write side
-            // still shuts.
-            let _ = send_close(wire, close);
+            wire.farewell(close);
+        } else {
+            wire.close_write();
         }
         self.closing = Closing::Done;
         self.done = true;
-        wire.close_write();
         error
     }
-}
-
-/// Queues this side's close after the messages queued before it (no data
-/// frame may follow a close, RFC 6455 section 5.5.1); on the urgent lane
-/// when the bulk lane is full (a peer that stopped reading). The frame
-/// comes back when neither has room.
-fn send_close(wire: &mut Wire<'_>, close: Frame) -> Result<(), Frame> {
-    let Err(refused) = wire.push(close) else {
-        return Ok(());
-    };
-    wire.reply(refused.into_parts().1)
-        .map(drop)
-        .map_err(|refused| refused.into_parts().1)
 }
 
 /// `error` (made without a place) placed at `offset` in the stream.
@@ -755,13 +740,6 @@ impl Protocol for WebSocket {
                     return Ok(None);
                 }
             }
-            Some(Owed::Close(close)) => match send_close(wire, close) {
-                Ok(()) => wire.close_write(),
-                Err(close) => {
-                    self.owed = Some(Owed::Close(close));
-                    return Ok(None);
-                }
-            },
             None => {}
         }
         if self.done {
