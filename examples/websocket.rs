@@ -25,7 +25,9 @@ pub fn ws_config() -> WsConfig {
 }
 
 /// The connection's buffer: room for a 1 MiB frame (and a compressed
-/// frame of up to 16 MiB, which is inflated whole).
+/// frame of up to 16 MiB, which is inflated whole), read 64 KiB at a time
+/// (a 16 KiB message in one read, not three; the block goes back when the
+/// connection waits, so an idle one still holds none).
 ///
 /// # Panics
 ///
@@ -34,7 +36,8 @@ pub fn ws_config() -> WsConfig {
 pub fn conn_config() -> ConnConfig {
     let recv = RecvBufConfig::default()
         .max_buffered((16 << 20) + (64 << 10))
-        .expect("a valid limit");
+        .and_then(|c| c.read_reserve(64 << 10))
+        .expect("valid sizes");
     ConnConfig::default().recv_buf(recv)
 }
 

@@ -454,6 +454,9 @@ impl WebSocket {
                 let Some(head) = parsed.map_err(|e| at(e, here))? else {
                     return self.at_end(wire);
                 };
+                if let Some(event) = self.whole_message(wire, &head) {
+                    return Ok(Some(event));
+                }
                 self.start(head).map_err(|e| at(e, here))?;
             }
             let have = self.unmask_new(wire).map_err(|e| at(e, here))?;
@@ -486,6 +489,46 @@ impl WebSocket {
                 return Ok(event);
             }
         }
+    }
+
+    /// The common case at once: a whole single-frame message, in the
+    /// buffer, within the limits, uncompressed, between messages:
+    /// unmasked, checked and split off with no state kept. `None` for
+    /// anything else (and for text that is not UTF-8: masked again, it
+    /// goes the long way, which finds the error at its place).
+    #[inline]
+    fn whole_message(&mut self, wire: &mut Wire<'_>, head: &Head) -> Option<WsEvent> {
+        let kind = match head.opcode {
+            OpCode::Text => Kind::Text,
+            OpCode::Binary => Kind::Binary,
+            _ => return None,
+        };
+        let fits = head.len <= self.config.get_max_frame()
+            && head.len <= self.config.get_max_message()
+            && head.len <= self.config.get_stream_above();
+        let masked = head.mask.is_some() == (self.role == Role::Server);
+        if !(head.fin && !head.rsv1 && fits && masked && self.message.is_none()) {
+            return None;
+        }
+        let len = usize::try_from(head.len).ok()?;
+        let payload = wire
+            .recv()
+            .peek_mut()
+            .get_mut(head.head_len..head.head_len.checked_add(len)?)?;
+        if let Some(key) = head.mask {
+            frame::apply_mask(payload, key, 0);
+        }
+        if kind == Kind::Text && simdutf8::basic::from_utf8(payload).is_err() {
+            if let Some(key) = head.mask {
+                frame::apply_mask(payload, key, 0);
+            }
+            return None;
+        }
+        let data = wire.recv().split_frame(head.head_len, len, 0);
+        Some(match kind {
+            Kind::Text => WsEvent::Text(data),
+            Kind::Binary => WsEvent::Binary(data),
+        })
     }
 
     /// The next piece of a streamed frame.

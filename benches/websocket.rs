@@ -1,0 +1,1034 @@
+//! WebSocket (RFC 6455): messages read by a server and written by either
+//! side, through `Conn<WebSocket>` beside tungstenite and a hand-written
+//! lower bound.
+//!
+//! Every variant of a group gets the same messages and is checked (before
+//! timing) to read the same messages or to write the same bytes:
+//!
+//! - `parse_40b`, `parse_128b`, `parse_16k`: 10 000 masked text messages
+//!   of 40 or 128 bytes (JSON-like, some two-byte characters), or 1 000
+//!   masked binary messages of 16 KiB, as a client sends them (a fresh
+//!   mask per message), in 16 KiB reads. cleave feeds each read to a
+//!   server connection kept across iterations and polls every event:
+//!   `cleave_conn` with the default receive buffer, `cleave_conn_128k_block`
+//!   with one that keeps a block of eight reads, as the lower bound's.
+//!   tungstenite reads them with `WebSocket::read` over an in-memory
+//!   stream that gives 16 KiB per read (its default configuration, kept
+//!   across iterations too). The lower bound is the least a loop can do
+//!   for the same result: each read appended to one `BytesMut` sized once
+//!   (eight reads), the header read (2 bytes, the extended length, the
+//!   mask), the payload unmasked in place 8 bytes at a time and split off
+//!   as `Bytes` (the buffer's room reclaimed once they are dropped, as
+//!   cleave's is), text checked with simdutf8; no limits, no rules checked.
+//! - `encode_40b`, `encode_128b`, `encode_16k`: the same messages written
+//!   by a server (unmasked), in bursts of 32 (a turn of a server's event
+//!   loop), into an in-memory socket that copies what it is given into one
+//!   reused `Vec` (the kernel's copy into the socket buffer, which every
+//!   variant pays: a queue that hands out the payload without copying it
+//!   is not credited with a copy the kernel makes anyway). cleave builds
+//!   each frame with `WebSocket::message` (the header inline, the payload
+//!   not copied), pushes it on its connection's queue and drains the queue
+//!   with vectored writes after each burst, or when the queue is full, as
+//!   the adapters do; tungstenite `write`s each message and `flush`es
+//!   after each burst; the lower bound writes each header and copies each
+//!   payload straight into the socket's `Vec`.
+//! - `encode_client_128b`: the 128-byte messages written by a client,
+//!   masked: cleave masks each payload into a copy of its own (the one
+//!   copy it makes on purpose) with masks from `cleave_tokio::OsEntropy`;
+//!   tungstenite masks while copying into its write buffer (masks from
+//!   `rand`); the lower bound masks in the socket's `Vec`, with masks from
+//!   `OsEntropy` as cleave.
+//!
+//! After each group, the variants run again in turns and a summary gives
+//! the median time per message of each and cleave's ratios. A counting
+//! global allocator prints the allocations per message of each variant
+//! before its group is timed; it counts only while asked, so the timed
+//! runs pay one relaxed load per allocation.
+//!
+//! Instructions, the repeatable figure on a noisy machine: each variant
+//! runs in a function of its own, never inlined, and only the selected
+//! variants are set up, so that
+//!
+//! ```text
+//! valgrind --tool=callgrind --toggle-collect='websocket::cleave_parse' \
+//!     target/release/deps/websocket-* --bench --profile-time 1 '^parse_40b/cleave_conn$'
+//! ```
+//!
+//! collects that variant alone; the bench prints how many calls it made
+//! (the profiled ones and the two before timing), and the total over
+//! calls and messages is the count per message.
+//!
+//! Run: `cargo bench -p cleave-benches --bench websocket`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::io::{IoSlice, Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use cleave_proto::websocket::{Entropy, Kind, WebSocket, WsConfig, WsEvent};
+use cleave_proto::{Conn, ConnConfig, RecvBufConfig, Refusal};
+use cleave_tokio::OsEntropy;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use tungstenite::protocol::{Role, WebSocket as Tungstenite};
+use tungstenite::Message;
+
+// ----- counting allocator -----
+
+/// The system allocator, counting allocations while `COUNTING` is set.
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+fn count_one() {
+    if COUNTING.load(Ordering::Relaxed) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards every call to the system allocator unchanged and only
+// bumps a counter.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Runs `f` and returns the allocations (and reallocations) it made.
+fn allocations<R>(f: impl FnOnce() -> R) -> (u64, R) {
+    ALLOCATIONS.store(0, Ordering::Relaxed);
+    COUNTING.store(true, Ordering::Relaxed);
+    let out = f();
+    COUNTING.store(false, Ordering::Relaxed);
+    (ALLOCATIONS.load(Ordering::Relaxed), out)
+}
+
+// ----- inputs -----
+
+const NOW: Duration = Duration::ZERO;
+
+/// A read: what a busy socket hands over at once.
+const READ: usize = 16 * 1024;
+
+/// Messages a server writes per turn of its event loop.
+const BURST: usize = 32;
+
+/// Samples per variant.
+const SAMPLES: usize = 20;
+
+/// Runs of each variant, in turns, for the summary.
+const ROUNDS: usize = 40;
+
+/// Calls of each variant before its group is timed, on the state kept for
+/// timing: the check and the count of allocations.
+const BEFORE: u64 = 2;
+
+/// One workload: `count` messages of `len` bytes.
+#[derive(Clone, Copy)]
+struct Case {
+    name: &'static str,
+    kind: Kind,
+    len: usize,
+    count: usize,
+}
+
+const CASES: [Case; 3] = [
+    Case {
+        name: "40b",
+        kind: Kind::Text,
+        len: 40,
+        count: 10_000,
+    },
+    Case {
+        name: "128b",
+        kind: Kind::Text,
+        len: 128,
+        count: 10_000,
+    },
+    Case {
+        name: "16k",
+        kind: Kind::Binary,
+        len: 16 * 1024,
+        count: 1_000,
+    },
+];
+
+/// Message `i` of a case: JSON-like text with two-byte characters, or
+/// varied bytes.
+fn payload(case: Case, i: usize) -> Vec<u8> {
+    if case.kind == Kind::Binary {
+        return (0..case.len).map(|j| (i * 131 + j * 7) as u8).collect();
+    }
+    let mut text = format!("{{\"seq\":{:06},\"text\":\"", i % 1_000_000);
+    for c in "héllo wörld, κόσμε; ".chars().cycle() {
+        if text.len() + c.len_utf8() + 2 > case.len {
+            break;
+        }
+        text.push(c);
+    }
+    while text.len() + 2 < case.len {
+        text.push('.');
+    }
+    text.push_str("\"}");
+    assert_eq!(text.len(), case.len);
+    text.into_bytes()
+}
+
+fn payloads(case: Case) -> Vec<Bytes> {
+    (0..case.count).map(|i| payload(case, i).into()).collect()
+}
+
+fn opcode(kind: Kind) -> u8 {
+    match kind {
+        Kind::Text => 0x1,
+        Kind::Binary => 0x2,
+    }
+}
+
+/// Writes a final frame's header (masked with `key` if given) into `out`;
+/// returns its length.
+fn write_head(out: &mut [u8; 14], opcode: u8, len: usize, key: Option<[u8; 4]>) -> usize {
+    let masked = if key.is_some() { 0x80 } else { 0 };
+    out[0] = 0x80 | opcode;
+    let mut at = if len < 126 {
+        out[1] = masked | len as u8;
+        2
+    } else if len <= 0xFFFF {
+        out[1] = masked | 126;
+        out[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        4
+    } else {
+        out[1] = masked | 127;
+        out[2..10].copy_from_slice(&(len as u64).to_be_bytes());
+        10
+    };
+    if let Some(key) = key {
+        out[at..at + 4].copy_from_slice(&key);
+        at += 4;
+    }
+    at
+}
+
+/// XORs `data` with `key`, 8 bytes at a time.
+#[inline(always)]
+fn mask(data: &mut [u8], key: [u8; 4]) {
+    let wide = u64::from_ne_bytes([
+        key[0], key[1], key[2], key[3], key[0], key[1], key[2], key[3],
+    ]);
+    let mut words = data.chunks_exact_mut(8);
+    for word in &mut words {
+        let mut bytes = [0; 8];
+        bytes.copy_from_slice(word);
+        word.copy_from_slice(&(u64::from_ne_bytes(bytes) ^ wide).to_ne_bytes());
+    }
+    for (i, byte) in words.into_remainder().iter_mut().enumerate() {
+        *byte ^= key[i % 4];
+    }
+}
+
+/// The messages as frames: masked as a client sends them (a fresh key per
+/// message, from a fixed seed), or unmasked as a server does.
+fn frames(kind: Kind, payloads: &[Bytes], masked: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+    for payload in payloads {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let key = masked.then(|| (seed as u32).to_ne_bytes());
+        let mut head = [0; 14];
+        let n = write_head(&mut head, opcode(kind), payload.len(), key);
+        out.extend_from_slice(&head[..n]);
+        let at = out.len();
+        out.extend_from_slice(payload);
+        if let Some(key) = key {
+            mask(&mut out[at..], key);
+        }
+    }
+    out
+}
+
+// ----- the summary -----
+
+/// Whether criterion's filter (its command line) may select the bench
+/// `id` (`group/variant`): the setup of a variant filtered out (its check,
+/// its count of allocations) is skipped, so that a profile of one variant
+/// holds no calls from the others. A filter that is more of a regex than
+/// `^id$` selects everything.
+fn selected(id: &str) -> bool {
+    const VALUED: &[&str] = &[
+        "-c",
+        "--color",
+        "--save-baseline",
+        "--baseline",
+        "--baseline-lenient",
+        "--format",
+        "--profile-time",
+        "--load-baseline",
+        "--sample-size",
+        "--warm-up-time",
+        "--measurement-time",
+        "--nresamples",
+        "--noise-threshold",
+        "--confidence-level",
+        "--significance-level",
+        "--plotting-backend",
+        "--output-format",
+    ];
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let exact = args.iter().any(|a| a == "--exact");
+    let mut filter = None;
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        if VALUED.contains(&arg.as_str()) {
+            i += 1;
+        } else if !arg.starts_with('-') {
+            filter = Some(arg.as_str());
+        }
+        i += 1;
+    }
+    let Some(filter) = filter else {
+        return true;
+    };
+    let (start, filter) = match filter.strip_prefix('^') {
+        Some(rest) => (true, rest),
+        None => (exact, filter),
+    };
+    let (end, filter) = match filter.strip_suffix('$') {
+        Some(rest) => (true, rest),
+        None => (exact, filter),
+    };
+    if filter.contains(|c| "\\.+*?()|[]{}".contains(c)) {
+        return true;
+    }
+    match (start, end) {
+        (true, true) => id == filter,
+        (true, false) => id.starts_with(filter),
+        (false, true) => id.ends_with(filter),
+        (false, false) => id.contains(filter),
+    }
+}
+
+/// Whether any variant of `group` is selected.
+fn wanted(group: &str) -> bool {
+    ["cleave_conn", BIG_BLOCK, "tungstenite", "lower_bound"]
+        .iter()
+        .any(|variant| selected(&format!("{group}/{variant}")))
+}
+
+/// A variant under test: one run over all the messages, its result
+/// through `black_box`.
+type Run<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+
+/// Times each variant of `group` with criterion, then prints a summary:
+/// the variants run again in turns, `ROUNDS` times, and each one's median
+/// time per message and cleave's ratios come from those runs (taking
+/// turns keeps a change in the machine's load from favouring the variant
+/// that ran while it was quiet). Under `--profile-time`, the calls of each
+/// variant instead: the instructions per message are a callgrind total
+/// over `(calls + BEFORE) * messages`.
+fn measure(c: &mut Criterion, group: &str, messages: usize, runs: &mut [Run<'_>]) {
+    let mut timed = c.benchmark_group(group);
+    timed.throughput(Throughput::Elements(messages as u64));
+    let mut calls = vec![0_u64; runs.len()];
+    for ((variant, run), calls) in runs.iter_mut().zip(&mut calls) {
+        timed.bench_function(*variant, |b| {
+            b.iter_custom(|iters| {
+                *calls += iters;
+                let start = Instant::now();
+                for _ in 0..iters {
+                    run();
+                }
+                start.elapsed()
+            })
+        });
+    }
+    timed.finish();
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--profile-time") {
+        for ((variant, _), calls) in runs.iter().zip(&calls) {
+            println!(
+                "{group}/{variant} profiled: {calls} calls, and {BEFORE} before timing \
+                 ({messages} messages each)"
+            );
+        }
+        return;
+    }
+    if args.iter().any(|a| a == "--test" || a == "--list") {
+        return;
+    }
+    let mut nanos = vec![Vec::with_capacity(ROUNDS); runs.len()];
+    for _ in 0..ROUNDS {
+        for ((_, run), nanos) in runs.iter_mut().zip(&mut nanos) {
+            let start = Instant::now();
+            run();
+            nanos.push(start.elapsed().as_nanos() as f64 / messages as f64);
+        }
+    }
+    let median = |variant: &str| {
+        let at = runs.iter().position(|(v, _)| *v == variant)?;
+        let mut n = nanos[at].clone();
+        n.sort_by(f64::total_cmp);
+        Some(n[n.len() / 2])
+    };
+    let mut line = format!("{group} summary ({ROUNDS} runs each in turns, median per message):");
+    for (variant, _) in runs.iter() {
+        line += &format!(" {variant} {:.1} ns;", median(variant).unwrap_or(f64::NAN));
+    }
+    for (cleave, _) in runs.iter().filter(|(v, _)| v.starts_with("cleave")) {
+        for other in ["tungstenite", "lower_bound"] {
+            if let (Some(t), Some(o)) = (median(cleave), median(other)) {
+                line += &format!(" {cleave}/{other} {:.2};", t / o);
+            }
+        }
+    }
+    println!("{}", line.trim_end_matches(';'));
+}
+
+// ----- parse -----
+
+/// A message as read: whether it is text, and its payload.
+type Msg = (bool, Bytes);
+
+/// What a parse saw: messages and payload bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Seen {
+    messages: usize,
+    bytes: usize,
+}
+
+/// The messages a check expects, compared as they come and dropped, so
+/// that the run that checks holds on to no more memory than a timed one.
+struct Expect<'a> {
+    want: &'a [Msg],
+    next: usize,
+    /// The first message that differed.
+    wrong: Option<usize>,
+}
+
+impl<'a> Expect<'a> {
+    fn new(want: &'a [Msg]) -> Self {
+        Self {
+            want,
+            next: 0,
+            wrong: None,
+        }
+    }
+
+    /// Whether exactly the expected messages came.
+    fn met(&self) -> bool {
+        self.wrong.is_none() && self.next == self.want.len()
+    }
+}
+
+/// Counts a message and drops it, after comparing it with the expected
+/// one in a check.
+#[inline(always)]
+fn see(seen: &mut Seen, expect: &mut Option<&mut Expect<'_>>, text: bool, payload: Bytes) {
+    seen.messages += 1;
+    seen.bytes += payload.len();
+    if let Some(expect) = expect {
+        let want = expect.want.get(expect.next);
+        let same = want.is_some_and(|(t, p)| *t == text && *p == payload);
+        if !same && expect.wrong.is_none() {
+            expect.wrong = Some(expect.next);
+        }
+        expect.next += 1;
+    }
+    black_box(payload);
+}
+
+/// cleave: each read fed to a server connection, every event taken.
+#[inline(never)]
+fn cleave_parse(
+    conn: &mut Conn<WebSocket>,
+    input: &[u8],
+    mut expect: Option<&mut Expect<'_>>,
+) -> Seen {
+    let mut seen = Seen::default();
+    for read in input.chunks(READ) {
+        conn.feed(read, NOW).expect("room in the buffer");
+        while let Some(event) = conn.poll_event().expect("a valid message") {
+            match event {
+                WsEvent::Text(text) => see(&mut seen, &mut expect, true, text),
+                WsEvent::Binary(data) => see(&mut seen, &mut expect, false, data),
+                other => panic!("not a whole message: {other:?}"),
+            }
+        }
+    }
+    seen
+}
+
+/// One side of an in-memory connection: reads give the input `READ` bytes
+/// at a time (then the end of the stream); writes are dropped.
+struct Reads<'a> {
+    input: &'a [u8],
+    at: usize,
+}
+
+impl Reads<'_> {
+    fn rewind(&mut self) {
+        self.at = 0;
+    }
+}
+
+impl Read for Reads<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = READ.min(self.input.len() - self.at).min(buf.len());
+        buf[..n].copy_from_slice(&self.input[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+impl Write for Reads<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Ok(black_box(buf).len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// tungstenite: `count` messages read from the start of the stream.
+#[inline(never)]
+fn tungstenite_parse(
+    ws: &mut Tungstenite<Reads<'_>>,
+    count: usize,
+    mut expect: Option<&mut Expect<'_>>,
+) -> Seen {
+    ws.get_mut().rewind();
+    let mut seen = Seen::default();
+    for _ in 0..count {
+        match ws.read().expect("a valid message") {
+            Message::Text(text) => see(&mut seen, &mut expect, true, text.into()),
+            Message::Binary(data) => see(&mut seen, &mut expect, false, data),
+            other => panic!("not a data message: {other:?}"),
+        }
+    }
+    seen
+}
+
+/// The lower bound's buffer: eight reads (tungstenite's 128 KiB), so that
+/// the bytes of a frame cut by a read move to the front of the buffer
+/// once every few reads rather than at every read. Of 2, 3, 4 and 8 reads,
+/// the fastest for 16 KiB messages, and as fast as the others for small
+/// ones.
+const LOWER_BOUND_BUFFER: usize = 8 * READ;
+
+/// The second cleave variant of the readers: a receive buffer that keeps
+/// a block of eight reads, as the lower bound's. The default block holds
+/// about two reads, so the start of a frame that a read cut moves to the
+/// front of the block at every read; and a block above 16 KiB is given
+/// back whenever the buffer empties.
+const BIG_BLOCK: &str = "cleave_conn_128k_block";
+
+fn big_block() -> ConnConfig {
+    let recv = RecvBufConfig::default()
+        .read_reserve(LOWER_BOUND_BUFFER - READ)
+        .expect("a valid reserve")
+        .idle_capacity(LOWER_BOUND_BUFFER);
+    ConnConfig::default().recv_buf(recv)
+}
+
+/// The lower bound: each read appended to one `BytesMut`, the header read,
+/// the payload unmasked in place and split off, text checked.
+#[inline(never)]
+fn lower_bound_parse(
+    buf: &mut BytesMut,
+    input: &[u8],
+    mut expect: Option<&mut Expect<'_>>,
+) -> Seen {
+    let mut seen = Seen::default();
+    for read in input.chunks(READ) {
+        buf.extend_from_slice(read);
+        while let Some(&[b0, b1]) = buf.get(..2) {
+            let (len, at) = match b1 & 0x7F {
+                126 => match buf.get(2..4) {
+                    Some(&[a, b]) => (usize::from(u16::from_be_bytes([a, b])), 4),
+                    _ => break,
+                },
+                127 => match buf.get(2..10) {
+                    Some(bytes) => {
+                        let bytes = <[u8; 8]>::try_from(bytes).expect("eight bytes");
+                        (u64::from_be_bytes(bytes) as usize, 10)
+                    }
+                    None => break,
+                },
+                short => (usize::from(short), 2),
+            };
+            if buf.len() < at + 4 + len {
+                break;
+            }
+            let key = [buf[at], buf[at + 1], buf[at + 2], buf[at + 3]];
+            buf.advance(at + 4);
+            mask(&mut buf[..len], key);
+            let payload = buf.split_to(len).freeze();
+            let text = b0 & 0x0F == 0x1;
+            if text {
+                simdutf8::basic::from_utf8(&payload).expect("UTF-8");
+            }
+            see(&mut seen, &mut expect, text, payload);
+        }
+    }
+    seen
+}
+
+/// A reader under test: reads the whole input once, checking what it
+/// read or not.
+type Reader<'a> = Box<dyn FnMut(Option<&mut Expect<'_>>) -> Seen + 'a>;
+
+fn parse(c: &mut Criterion) {
+    for case in CASES {
+        let name = format!("parse_{}", case.name);
+        if !wanted(&name) {
+            continue;
+        }
+        let payloads = payloads(case);
+        let input = frames(case.kind, &payloads, true);
+        let count = case.count;
+        let text = case.kind == Kind::Text;
+        let want: Vec<Msg> = payloads.iter().map(|p| (text, p.clone())).collect();
+        let want_seen = Seen {
+            messages: count,
+            bytes: count * case.len,
+        };
+
+        let server =
+            |config| Conn::with_config(WebSocket::server(WsConfig::default()), config, NOW);
+        let mut conn = server(ConnConfig::default());
+        let mut big = server(big_block());
+        let reads = Reads {
+            input: &input,
+            at: 0,
+        };
+        let mut ws = Tungstenite::from_raw_socket(reads, Role::Server, None);
+        let mut buf = BytesMut::with_capacity(LOWER_BOUND_BUFFER);
+        let mut readers: Vec<(&'static str, Reader<'_>)> = vec![
+            (
+                "cleave_conn",
+                Box::new(|expect| cleave_parse(&mut conn, black_box(&input), expect)),
+            ),
+            (
+                BIG_BLOCK,
+                Box::new(|expect| cleave_parse(&mut big, black_box(&input), expect)),
+            ),
+            (
+                "tungstenite",
+                Box::new(|expect| tungstenite_parse(&mut ws, count, expect)),
+            ),
+            (
+                "lower_bound",
+                Box::new(|expect| lower_bound_parse(&mut buf, black_box(&input), expect)),
+            ),
+        ];
+        readers.retain(|(variant, _)| selected(&format!("{name}/{variant}")));
+
+        // The check: the same messages, whole, in order, from each; then
+        // the allocations of a second run on the state kept from the first
+        // (as when timed), which must see the same again (so the first
+        // left nothing behind).
+        let mut allocs = String::new();
+        for (variant, read) in &mut readers {
+            let mut expect = Expect::new(&want);
+            assert_eq!(read(Some(&mut expect)), want_seen, "{name}/{variant}");
+            assert!(expect.met(), "{name}/{variant} read other messages");
+            let (n, seen) = allocations(|| read(None));
+            assert_eq!(seen, want_seen, "{name}/{variant}, again");
+            allocs += &format!(" {variant} {:.4} ({n} in all);", n as f64 / count as f64);
+        }
+        println!(
+            "{name} ({count} messages, {} B in {} reads), allocations per message:{}",
+            input.len(),
+            input.len().div_ceil(READ),
+            allocs.trim_end_matches(';'),
+        );
+
+        let mut runs: Vec<Run<'_>> = readers
+            .iter_mut()
+            .map(|(variant, read)| -> Run<'_> {
+                (
+                    *variant,
+                    Box::new(|| {
+                        black_box(read(None));
+                    }),
+                )
+            })
+            .collect();
+        measure(c, &name, count, &mut runs);
+    }
+}
+
+// ----- encode -----
+
+/// The other side of an in-memory connection: what is written is copied
+/// into one reused `Vec` (the kernel's copy into the socket buffer) and
+/// counted; after each burst the bytes are gone (`sent`), unless the
+/// check keeps them. Reads find nothing.
+struct Sink {
+    buf: Vec<u8>,
+    written: usize,
+    keep: bool,
+}
+
+impl Sink {
+    fn new(keep: bool) -> Self {
+        Self {
+            buf: Vec::with_capacity(2 << 20),
+            written: 0,
+            keep,
+        }
+    }
+
+    /// From now on, what went out is dropped.
+    fn forget(&mut self) {
+        self.keep = false;
+        self.buf.clear();
+    }
+
+    /// The burst went out.
+    #[inline(always)]
+    fn sent(&mut self) {
+        if !self.keep {
+            black_box(&mut self.buf).clear();
+        }
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(buf);
+        self.written += buf.len();
+        Ok(buf.len())
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+        let mut n = 0;
+        for b in bufs {
+            self.buf.extend_from_slice(b);
+            n += b.len();
+        }
+        self.written += n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Read for Sink {
+    fn read(&mut self, _buf: &mut [u8]) -> std::io::Result<usize> {
+        Ok(0)
+    }
+}
+
+/// Writes all that `conn` has queued into `sink`, as an adapter does.
+fn drain(conn: &mut Conn<WebSocket>, sink: &mut Sink) {
+    while conn
+        .write_with(NOW, |slices| sink.write_vectored(slices))
+        .expect("the sink takes all")
+        > 0
+    {}
+}
+
+/// cleave: each message a frame pushed on the connection's queue; the
+/// queue drained after each burst (or when full). The same for a client,
+/// whose `message` masks the payload into a copy.
+#[inline(never)]
+fn cleave_encode(
+    conn: &mut Conn<WebSocket>,
+    kind: Kind,
+    payloads: &[Bytes],
+    sink: &mut Sink,
+) -> usize {
+    let before = sink.written;
+    for burst in payloads.chunks(BURST) {
+        for payload in burst {
+            let mut frame = conn.protocol_mut().message(kind, payload.clone());
+            loop {
+                match conn.push(frame) {
+                    Ok(ticket) => {
+                        black_box(ticket);
+                        break;
+                    }
+                    Err(full) => {
+                        assert!(!matches!(full.error(), Refusal::Closed), "closed");
+                        frame = full.into_value();
+                        drain(conn, sink);
+                    }
+                }
+            }
+        }
+        drain(conn, sink);
+        sink.sent();
+    }
+    sink.written - before
+}
+
+/// tungstenite: each message written, a flush after each burst.
+#[inline(never)]
+fn tungstenite_encode(ws: &mut Tungstenite<Sink>, messages: &[Message]) -> usize {
+    let before = ws.get_ref().written;
+    for burst in messages.chunks(BURST) {
+        for message in burst {
+            ws.write(message.clone()).expect("the sink takes all");
+        }
+        ws.flush().expect("the sink takes all");
+        ws.get_mut().sent();
+    }
+    ws.get_ref().written - before
+}
+
+/// The lower bound: each header written and each payload copied straight
+/// into the socket's buffer.
+#[inline(never)]
+fn lower_bound_encode(sink: &mut Sink, kind: Kind, payloads: &[Bytes]) -> usize {
+    let before = sink.written;
+    let opcode = opcode(kind);
+    for burst in payloads.chunks(BURST) {
+        for payload in burst {
+            let mut head = [0; 14];
+            let n = write_head(&mut head, opcode, payload.len(), None);
+            sink.buf.extend_from_slice(&head[..n]);
+            sink.buf.extend_from_slice(payload);
+            sink.written += n + payload.len();
+        }
+        sink.sent();
+    }
+    sink.written - before
+}
+
+/// The lower bound of a client: the header with a mask from `entropy`,
+/// the payload copied into the socket's buffer and masked there.
+#[inline(never)]
+fn lower_bound_encode_masked(
+    sink: &mut Sink,
+    entropy: &mut OsEntropy,
+    kind: Kind,
+    payloads: &[Bytes],
+) -> usize {
+    let before = sink.written;
+    let opcode = opcode(kind);
+    for burst in payloads.chunks(BURST) {
+        for payload in burst {
+            let mut key = [0; 4];
+            entropy.fill(&mut key);
+            let mut head = [0; 14];
+            let n = write_head(&mut head, opcode, payload.len(), Some(key));
+            sink.buf.extend_from_slice(&head[..n]);
+            let at = sink.buf.len();
+            sink.buf.extend_from_slice(payload);
+            mask(&mut sink.buf[at..], key);
+            sink.written += n + payload.len();
+        }
+        sink.sent();
+    }
+    sink.written - before
+}
+
+fn tungstenite_messages(kind: Kind, payloads: &[Bytes]) -> Vec<Message> {
+    payloads
+        .iter()
+        .map(|p| match kind {
+            Kind::Text => Message::Text(p.clone().try_into().expect("UTF-8")),
+            Kind::Binary => Message::Binary(p.clone()),
+        })
+        .collect()
+}
+
+fn encode(c: &mut Criterion) {
+    for case in CASES {
+        let name = format!("encode_{}", case.name);
+        if !wanted(&name) {
+            continue;
+        }
+        let payloads = payloads(case);
+        let messages = tungstenite_messages(case.kind, &payloads);
+        let kind = case.kind;
+        let count = case.count;
+        let want = frames(kind, &payloads, false);
+
+        // The check, on the state kept for timing: the same bytes from
+        // all three. From then on the socket drops what went out.
+        let mut conn = Conn::new(WebSocket::server(WsConfig::default()), NOW);
+        let mut sink = Sink::new(true);
+        let mut ws = Tungstenite::from_raw_socket(Sink::new(true), Role::Server, None);
+        let mut lower = Sink::new(true);
+        let wrote = [
+            cleave_encode(&mut conn, kind, &payloads, &mut sink),
+            tungstenite_encode(&mut ws, &messages),
+            lower_bound_encode(&mut lower, kind, &payloads),
+        ];
+        assert_eq!(wrote, [want.len(); 3], "{name}");
+        for (variant, socket) in [
+            ("cleave_conn", &mut sink),
+            ("tungstenite", ws.get_mut()),
+            ("lower_bound", &mut lower),
+        ] {
+            assert!(socket.buf == want, "{name}/{variant} wrote other bytes");
+            socket.forget();
+        }
+
+        let (cleave, _) = allocations(|| cleave_encode(&mut conn, kind, &payloads, &mut sink));
+        let (tung, _) = allocations(|| tungstenite_encode(&mut ws, &messages));
+        let (lower_allocs, _) = allocations(|| lower_bound_encode(&mut lower, kind, &payloads));
+        let per = |n: u64| n as f64 / count as f64;
+        println!(
+            "{name} ({count} messages, {} B), allocations per message: cleave_conn {:.4} \
+             ({cleave} in all), tungstenite {:.4} ({tung}), lower_bound {:.4} ({lower_allocs})",
+            want.len(),
+            per(cleave),
+            per(tung),
+            per(lower_allocs),
+        );
+
+        let mut runs: Vec<Run<'_>> = vec![
+            (
+                "cleave_conn",
+                Box::new(|| {
+                    black_box(cleave_encode(
+                        &mut conn,
+                        kind,
+                        black_box(&payloads),
+                        &mut sink,
+                    ));
+                }),
+            ),
+            (
+                "tungstenite",
+                Box::new(|| {
+                    black_box(tungstenite_encode(&mut ws, black_box(&messages)));
+                }),
+            ),
+            (
+                "lower_bound",
+                Box::new(|| {
+                    black_box(lower_bound_encode(&mut lower, kind, black_box(&payloads)));
+                }),
+            ),
+        ];
+        measure(c, &name, count, &mut runs);
+    }
+}
+
+fn encode_client(c: &mut Criterion) {
+    let case = CASES[1];
+    let name = format!("encode_client_{}", case.name);
+    if !wanted(&name) {
+        return;
+    }
+    let payloads = payloads(case);
+    let messages = tungstenite_messages(case.kind, &payloads);
+    let kind = case.kind;
+    let count = case.count;
+    let text = kind == Kind::Text;
+    let want: Vec<Msg> = payloads.iter().map(|p| (text, p.clone())).collect();
+    let wire_len = frames(kind, &payloads, true).len();
+
+    // The check, on the state kept for timing: each output, unmasked,
+    // gives the messages back. From then on the socket drops what went
+    // out.
+    let mut conn = Conn::new(
+        WebSocket::client(WsConfig::default(), OsEntropy::new()),
+        NOW,
+    );
+    let mut sink = Sink::new(true);
+    let mut ws = Tungstenite::from_raw_socket(Sink::new(true), Role::Client, None);
+    let mut lower = Sink::new(true);
+    let mut entropy = OsEntropy::new();
+    let wrote = [
+        cleave_encode(&mut conn, kind, &payloads, &mut sink),
+        tungstenite_encode(&mut ws, &messages),
+        lower_bound_encode_masked(&mut lower, &mut entropy, kind, &payloads),
+    ];
+    assert_eq!(wrote, [wire_len; 3], "{name}");
+    for (variant, socket) in [
+        ("cleave_conn", &mut sink),
+        ("tungstenite", ws.get_mut()),
+        ("lower_bound", &mut lower),
+    ] {
+        let mut expect = Expect::new(&want);
+        lower_bound_parse(&mut BytesMut::new(), &socket.buf, Some(&mut expect));
+        assert!(expect.met(), "{name}/{variant} wrote other messages");
+        socket.forget();
+    }
+
+    let (cleave, _) = allocations(|| cleave_encode(&mut conn, kind, &payloads, &mut sink));
+    let (tung, _) = allocations(|| tungstenite_encode(&mut ws, &messages));
+    let (lower_allocs, _) =
+        allocations(|| lower_bound_encode_masked(&mut lower, &mut entropy, kind, &payloads));
+    let per = |n: u64| n as f64 / count as f64;
+    println!(
+        "{name} ({count} messages, {wire_len} B), allocations per message: cleave_conn {:.4} \
+         ({cleave} in all), tungstenite {:.4} ({tung}), lower_bound {:.4} ({lower_allocs})",
+        per(cleave),
+        per(tung),
+        per(lower_allocs),
+    );
+
+    let mut runs: Vec<Run<'_>> = vec![
+        (
+            "cleave_conn",
+            Box::new(|| {
+                black_box(cleave_encode(
+                    &mut conn,
+                    kind,
+                    black_box(&payloads),
+                    &mut sink,
+                ));
+            }),
+        ),
+        (
+            "tungstenite",
+            Box::new(|| {
+                black_box(tungstenite_encode(&mut ws, black_box(&messages)));
+            }),
+        ),
+        (
+            "lower_bound",
+            Box::new(|| {
+                let n =
+                    lower_bound_encode_masked(&mut lower, &mut entropy, kind, black_box(&payloads));
+                black_box(n);
+            }),
+        ),
+    ];
+    measure(c, &name, count, &mut runs);
+}
+
+criterion_group! {
+    name = websocket;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(SAMPLES);
+    targets = parse, encode, encode_client
+}
+criterion_main!(websocket);
