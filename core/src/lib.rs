@@ -20,7 +20,9 @@
 //!        │      Session               [PROXY header] -> Router (sniffers: TLS SNI/ALPN,
 //!        │                            HTTP Host, prefix) -> frames -> raw tunnel
 //!        │      Raw                   the bytes as they come
-//!        │      (may queue its own replies on the urgent lane: Wire::reply)
+//!        │      http1::Server | Client HTTP/1.1, strict; Routed: a route per request
+//!        │      websocket::WebSocket  RFC 6455, both roles, permessage-deflate
+//!        │      (may queue its own replies: Wire::reply, push, farewell)
 //!        v
 //!   poll_event()     -> Bytes frames and events: views of the buffer, never copies
 //!   poll_transmit()  -> the next slices to write ──> writev ──> handle_written(n, now)
@@ -30,8 +32,8 @@
 //!
 //! The pieces can be used alone (a decoder over a buffer; a write queue) or
 //! together: a [`Conn`] is one connection in both directions, and its
-//! [`Protocol`] (a [`Framed`] decoder, a routing [`Session`], later HTTP/1.1
-//! and WebSocket) is the logic. The adapters each have one driver, generic
+//! [`Protocol`] (a [`Framed`] decoder, a routing [`Session`],
+//! [`http1`]'s server and client, a [`websocket::WebSocket`]) is the logic. The adapters each have one driver, generic
 //! over the protocol.
 //!
 //! # How to drive it
@@ -102,6 +104,8 @@
 //!   std::io::Error`, [`Conn::write_with`]. Without it the crate is
 //!   `no_std` and needs only `alloc`, so it can run under an embedded poller
 //!   or a user-space TCP stack.
+//! - `deflate`: permessage-deflate (RFC 7692) for [`websocket`], on flate2
+//!   with the zlib-rs backend (implies `std`).
 
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![forbid(unsafe_code)]
