@@ -18,7 +18,11 @@
 //!
 //! This covers the knobs of tokio-util's `LengthDelimitedCodec` builder; the
 //! default is its default (4-byte big-endian length, header stripped), and
-//! [`LengthConfig::flatstream`] is a 4-byte little-endian length.
+//! [`LengthConfig::flatstream`] is a 4-byte little-endian length. A header
+//! may also begin with a fixed [`magic`](LengthConfig::magic) marker, which
+//! the decoder checks and the encoder writes:
+//! [`LengthConfig::messagepack`] is MessagePack's `0xce` (uint32) marker and a
+//! big-endian length, the framing of protosocket-messagepack.
 //!
 //! Coming from tokio-util, two differences: its `length_adjustment` counts
 //! from the skip point, ours from the end of the field, so that changing what
@@ -28,6 +32,7 @@
 //! applies to the adjusted body length, not to the raw field.
 
 use alloc::boxed::Box;
+use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::decoder::{complete, Decoder, Latch, Step};
@@ -74,6 +79,7 @@ pub struct LengthConfig {
     adjustment: i64,
     skip: Option<usize>,
     max_frame: u64,
+    magic: &'static [u8],
 }
 
 impl Default for LengthConfig {
@@ -87,6 +93,7 @@ impl Default for LengthConfig {
             adjustment: 0,
             skip: None,
             max_frame: DEFAULT_MAX_FRAME_LENGTH,
+            magic: &[],
         }
     }
 }
@@ -102,6 +109,47 @@ impl LengthConfig {
     #[must_use]
     pub fn flatstream() -> Self {
         Self::default().endian(Endian::Little)
+    }
+
+    /// MessagePack's framing as protosocket-messagepack writes it: the
+    /// marker `0xce` (a MessagePack uint32), the payload length as a
+    /// big-endian `u32`, the payload (itself a MessagePack value); the
+    /// 5-byte header stripped.
+    ///
+    /// ```
+    /// use cleave_proto::{Decoder, LengthConfig, LengthPrefixed, RecvBuf};
+    ///
+    /// let mut frames = LengthPrefixed::with_config(LengthConfig::messagepack())?;
+    /// let mut buf = RecvBuf::new();
+    /// buf.feed(b"\xce\0\0\0\x01\xc3")?; // the value `true`
+    /// assert_eq!(frames.decode(&mut buf)?.as_deref(), Some(&b"\xc3"[..]));
+    /// buf.feed(b"\xcf")?; // not the marker
+    /// assert!(frames.decode(&mut buf).is_err());
+    /// # Ok::<(), cleave_proto::Error>(())
+    /// ```
+    #[must_use]
+    pub fn messagepack() -> Self {
+        Self::default().magic(&[0xce])
+    }
+
+    /// Bytes every header starts with, checked by the decoder as they
+    /// arrive (a frame that starts otherwise is an
+    /// [`InvalidInput::Magic`] at the first byte that differs) and written
+    /// by the encoder. They sit before the length field: this raises the
+    /// [`field_offset`](Self::field_offset) to their length if it is
+    /// shorter (a later, shorter `field_offset` is refused when the
+    /// decoder is made). Default: none.
+    #[must_use]
+    pub fn magic(mut self, magic: &'static [u8]) -> Self {
+        self.magic = magic;
+        self.offset = self.offset.max(magic.len());
+        self
+    }
+
+    /// See [`magic`](Self::magic).
+    #[must_use]
+    pub fn get_magic(&self) -> &'static [u8] {
+        self.magic
     }
 
     /// Bytes before the length field. Default 0.
@@ -233,6 +281,13 @@ impl LengthPrefixed {
                 "an offset whose sum with the field width fits in usize",
             ));
         }
+        if config.magic.len() > config.offset {
+            return Err(Error::invalid_config(
+                "field_offset",
+                config.offset as u64,
+                "at least the magic's length: the magic comes before the length field",
+            ));
+        }
         if let Some(skip) = config.skip {
             if skip > config.header_len() {
                 return Err(Error::invalid_config(
@@ -263,6 +318,15 @@ impl LengthPrefixed {
     #[inline(always)]
     fn step(&mut self, buf: &RecvBuf) -> Step {
         let data = buf.peek();
+        let magic = self.config.magic;
+        if !magic.is_empty() {
+            if let Some(at) = data.iter().zip(magic).position(|(a, b)| a != b) {
+                return self.latch.failed(Error::InvalidInput {
+                    kind: InvalidInput::Magic,
+                    offset: buf.offset() + at as u64,
+                });
+            }
+        }
         if data.len() < self.head {
             return Step::NeedMore;
         }
@@ -297,8 +361,30 @@ fn offset_unencodable(offset: usize) -> Box<Error> {
     Box::new(Error::invalid_config(
         "field_offset",
         offset as u64,
-        "0 to encode: the encoder writes the length field and the body",
+        "the magic's length (0 without one) to encode: the encoder writes \
+         the magic, the length field and the body",
     ))
+}
+
+/// A frame whose head is `magic` then `field`: inline up to
+/// [`INLINE_FRAMING`] bytes, as every head here.
+#[inline]
+fn with_magic(magic: &[u8], field: &[u8], body: Bytes) -> Frame {
+    let len = magic.len() + field.len();
+    if len > INLINE_FRAMING {
+        let mut head = Vec::with_capacity(len);
+        head.extend_from_slice(magic);
+        head.extend_from_slice(field);
+        return Frame::with_framing(&head, body, &[]);
+    }
+    let mut head = [0u8; INLINE_FRAMING];
+    head[..magic.len()].copy_from_slice(magic);
+    head[magic.len()..len].copy_from_slice(field);
+    Frame::from_parts(
+        Part::inline(head, len),
+        body,
+        Part::inline([0; INLINE_FRAMING], 0),
+    )
 }
 
 /// Reads an unsigned integer of 1 to 8 bytes.
@@ -322,6 +408,8 @@ impl Decoder for LengthPrefixed {
 
     /// # Errors
     ///
+    /// [`InvalidInput::Magic`] for a header that does not start with the
+    /// magic, as soon as the first differing byte arrives;
     /// [`Limit::FrameLength`] for a body over the limit,
     /// [`Limit::Buffer`] for a frame that could never fit in the buffer,
     /// [`InvalidInput::LengthOutOfRange`] when the adjustment takes the
@@ -357,12 +445,12 @@ impl Encoder for LengthPrefixed {
     /// field can hold, [`Unencodable::TooShort`] when a positive
     /// adjustment asks for more bytes than the body has, and
     /// [`Misuse::InvalidConfig`](crate::Misuse::InvalidConfig) for a
-    /// `field_offset` other than 0: the
+    /// `field_offset` other than the magic's length (0 without one): other
     /// bytes before the field are the caller's to frame.
     #[inline(always)]
     fn encode(&mut self, body: Bytes) -> Result<Frame, Error> {
         let config = &self.config;
-        if config.offset != 0 {
+        if config.offset != config.magic.len() {
             return Err(*offset_unencodable(config.offset));
         }
         let len = body.len() as u64;
@@ -394,6 +482,9 @@ impl Encoder for LengthPrefixed {
             Endian::Big => (field << (8 * (8 - config.width))).to_be_bytes(),
             Endian::Little => field.to_le_bytes(),
         };
+        if !config.magic.is_empty() {
+            return Ok(with_magic(config.magic, &wire[..config.width], body));
+        }
         let mut head = [0u8; INLINE_FRAMING];
         head[..8].copy_from_slice(&wire);
         let head = Part::inline(head, config.width);

@@ -52,6 +52,12 @@ impl VarintConfig {
         self
     }
 
+    /// See [`max_frame_length`](Self::max_frame_length).
+    #[must_use]
+    pub fn get_max_frame_length(&self) -> u64 {
+        self.max_frame
+    }
+
     /// Accept lengths that are not minimally encoded, as protobuf's parsers
     /// do. Default `false`.
     #[must_use]

@@ -20,6 +20,8 @@
 use bytes::Bytes;
 use core::fmt;
 
+use crate::codec::checked::ChecksumMismatch;
+
 mod fields;
 mod rejected;
 
@@ -144,6 +146,19 @@ pub enum InvalidInput {
     /// A WebSocket frame or opening handshake breaks RFC 6455 (or RFC
     /// 7692).
     WebSocket(WsField),
+    /// A checked frame's payload does not match its checksum (see
+    /// [`Checked`](crate::codec::checked::Checked)); the offset is the
+    /// frame's first byte.
+    Checksum(ChecksumMismatch),
+    /// A frame does not start with the marker its format requires (see
+    /// [`LengthConfig::magic`](crate::LengthConfig::magic)); the offset
+    /// points at the first byte that differs.
+    Magic,
+    /// A frame's payload is not a valid message of the expected type (see
+    /// `codec::message::ProstCodec`, feature `prost`); the offset is
+    /// the frame's first byte. The frame has been taken off the buffer:
+    /// the codec hands it back with prost's reason.
+    Message,
 }
 
 /// Which limit was hit, for [`Error::LimitExceeded`].
@@ -383,6 +398,9 @@ impl fmt::Display for InvalidInput {
             Self::Http(field) => write!(f, "malformed {field}"),
             Self::Proxy(field) => write!(f, "malformed {field}"),
             Self::WebSocket(field) => write!(f, "malformed {field}"),
+            Self::Checksum(mismatch) => write!(f, "{mismatch}"),
+            Self::Magic => f.write_str("frame does not start with its format's marker"),
+            Self::Message => f.write_str("frame payload is not a valid message"),
         }
     }
 }
