@@ -136,6 +136,44 @@ proptest! {
     }
 
     #[test]
+    fn checked_frames_lose_no_byte_and_stop_at_a_bad_checksum(
+        bodies in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..20),
+        corrupt in prop::option::of(0usize..20),
+        cut in 0usize..4,
+        (sizes, stalls) in cuts(),
+    ) {
+        use cleave_proto::{Checked, Checksum, Encoder, InvalidInput};
+        let codec = || Checked::new(Checksum::Crc16).unwrap();
+        let mut data = Vec::new();
+        let mut starts = Vec::new();
+        for (i, body) in bodies.iter().enumerate() {
+            let frame = codec().encode(Bytes::from(body.clone())).unwrap();
+            starts.push(data.len());
+            data.extend_from_slice(frame.head());
+            if corrupt == Some(i) {
+                data[starts[i] + 4] ^= 0x80; // the checksum
+            }
+            data.extend_from_slice(frame.body());
+        }
+        let data = &data[..data.len().saturating_sub(cut)];
+        let (frames, error, _) = through_stream(codec(), data, sizes, stalls);
+        prop_assert_eq!((frames.clone(), error.clone()), whole(codec(), data));
+        let framed: usize = frames.iter().map(|f| f.len() + 6).sum();
+        match &error {
+            None => prop_assert_eq!(framed, data.len()),
+            Some(Error::Truncated { partial, .. }) => {
+                prop_assert_eq!(framed + partial.len(), data.len())
+            }
+            Some(Error::InvalidInput { kind: InvalidInput::Checksum(_), offset }) => {
+                // Stopped at the corrupted frame, every frame before it out.
+                prop_assert_eq!(Some(*offset as usize), corrupt.map(|i| starts[i]));
+                prop_assert_eq!(framed, *offset as usize);
+            }
+            Some(e) => return Err(TestCaseError::fail(e.to_string())),
+        }
+    }
+
+    #[test]
     fn writes_that_time_out_or_take_little_lose_nothing(
         writes in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..2000), 0..40),
         takes in prop::collection::vec((1usize..700, prop::bool::weighted(0.3)), 1..20),

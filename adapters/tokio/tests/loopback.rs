@@ -475,3 +475,91 @@ async fn next_buffered_gives_what_arrived_together_without_reading() {
     assert!(lines.next().await.is_none());
     assert!(lines.next_buffered().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checked_frames_cross_the_loopback_and_a_bad_one_is_stopped_or_skipped() {
+    use cleave_proto::{BadChecksum, Checked, Checksum, ChecksumMismatch, Encoder, InvalidInput};
+    let bodies: Vec<Bytes> = (0..200u32)
+        .map(|i| Bytes::from(vec![(i % 251) as u8; (i as usize * 97) % 20_000]))
+        .collect();
+    let mut codec = Checked::new(Checksum::Crc32).unwrap();
+    // The third frame's payload, corrupted on the wire after encoding.
+    let frames: Vec<Vec<u8>> = bodies
+        .iter()
+        .map(|b| {
+            let f = codec.encode(b.clone()).unwrap();
+            [f.head(), f.body()].concat()
+        })
+        .collect();
+    let mut corrupt = frames.clone();
+    let bad = &mut corrupt[2];
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+
+    // Written through a `Writer` that encodes with the same codec: the
+    // reader gets every payload back.
+    let (client, server) = pair().await;
+    let reader = tokio::spawn(async move {
+        FrameReader::new(server, Checked::new(Checksum::Crc32).unwrap())
+            .map(|frame| frame.unwrap())
+            .collect::<Vec<_>>()
+            .await
+    });
+    let mut writer = Writer::new(client);
+    for body in &bodies {
+        writer
+            .send(codec.encode(body.clone()).unwrap())
+            .await
+            .unwrap();
+    }
+    writer.close().await.unwrap();
+    assert_eq!(reader.await.unwrap(), bodies);
+
+    // Stop (the default): the two good frames, then the typed error.
+    let (mut client, server) = pair().await;
+    let wire = corrupt.concat();
+    let sender = tokio::spawn(async move {
+        client.write_all(&wire).await.unwrap();
+        client.shutdown().await.unwrap();
+    });
+    let mut reader = FrameReader::new(server, Checked::new(Checksum::Crc32).unwrap());
+    for body in &bodies[..2] {
+        assert_eq!(&reader.next().await.unwrap().unwrap(), body);
+    }
+    match reader.next().await.unwrap() {
+        Err(ConnError::Protocol(Error::InvalidInput {
+            kind: InvalidInput::Checksum(ChecksumMismatch { checksum, .. }),
+            offset,
+        })) => {
+            assert_eq!(checksum, Checksum::Crc32);
+            assert_eq!(offset, (frames[0].len() + frames[1].len()) as u64);
+        }
+        other => panic!("{other:?}"),
+    }
+    sender.await.unwrap();
+
+    // Skip: every frame, the bad one as a `BadChecksum` with its payload.
+    let (mut client, server) = pair().await;
+    let wire = corrupt.concat();
+    let sender = tokio::spawn(async move {
+        client.write_all(&wire).await.unwrap();
+        client.shutdown().await.unwrap();
+    });
+    let skipping = Checked::new(Checksum::Crc32).unwrap().skip_mismatched();
+    let got: Vec<Result<Bytes, BadChecksum>> = FrameReader::new(server, skipping)
+        .map(|item| item.unwrap())
+        .collect()
+        .await;
+    sender.await.unwrap();
+    assert_eq!(got.len(), bodies.len());
+    for (i, (item, body)) in got.iter().zip(&bodies).enumerate() {
+        match item {
+            Ok(payload) => assert!(i != 2 && payload == body, "frame {i}"),
+            Err(bad) => {
+                assert_eq!(i, 2);
+                assert_eq!(bad.payload.len(), body.len());
+                assert_ne!(bad.payload, body);
+            }
+        }
+    }
+}
