@@ -96,10 +96,7 @@ impl Checksum {
     /// `xxh3` feature; the others are always there.
     #[must_use]
     pub const fn is_available(self) -> bool {
-        match self {
-            Self::Xxh3 => cfg!(feature = "xxh3"),
-            _ => true,
-        }
+        !matches!(self, Self::Xxh3) || cfg!(feature = "xxh3")
     }
 
     /// The checksum of `data`, widened to a `u64` (0 for
