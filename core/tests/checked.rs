@@ -198,8 +198,14 @@ fn a_crc32c_value_is_not_a_crc32() {
     let mut frame = 9u32.to_le_bytes().to_vec();
     frame.extend_from_slice(&crc32c.to_le_bytes());
     frame.extend_from_slice(payload);
+    let error = first_error(Checksum::Crc32, &frame);
+    let text = error.to_string();
+    assert!(
+        text.contains("0xe3069283") && text.contains("0xcbf43926") && text.contains("go on"),
+        "{text}"
+    );
     assert_eq!(
-        first_error(Checksum::Crc32, &frame),
+        error,
         Error::InvalidInput {
             kind: InvalidInput::Checksum(ChecksumMismatch {
                 checksum: Checksum::Crc32,

@@ -398,7 +398,11 @@ impl fmt::Display for InvalidInput {
             Self::Http(field) => write!(f, "malformed {field}"),
             Self::Proxy(field) => write!(f, "malformed {field}"),
             Self::WebSocket(field) => write!(f, "malformed {field}"),
-            Self::Checksum(mismatch) => write!(f, "{mismatch}"),
+            Self::Checksum(mismatch) => write!(
+                f,
+                "{mismatch} (the frame's length was sound: a reader that skips it \
+                 can go on with the next)"
+            ),
             Self::Magic => f.write_str("frame does not start with its format's marker"),
             Self::Message => f.write_str("frame payload is not a valid message"),
         }
