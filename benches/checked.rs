@@ -65,7 +65,8 @@ fn cleave_run<D: Decoder<Item = Bytes>>(mut decoder: D, input: &[u8]) -> Tally {
 /// one format has them.
 fn manual_run<const W: usize>(input: &[u8], sum: impl Fn(&[u8]) -> u64) -> Tally {
     let head = 4 + W;
-    let mut buf = BytesMut::new();
+    // Sized once: room for a read and the frame it may finish.
+    let mut buf = BytesMut::with_capacity(2 * COALESCED);
     let mut t = (0, 0);
     for chunk in input.chunks(COALESCED) {
         buf.extend_from_slice(chunk);
@@ -105,7 +106,9 @@ fn manual(checksum: Checksum, input: &[u8]) -> Tally {
 fn manual_head<const W: usize>(p: &Bytes, sum: impl Fn(&[u8]) -> u64) -> ([u8; 12], usize) {
     let mut head = [0u8; 12];
     head[..4].copy_from_slice(&(p.len() as u32).to_le_bytes());
-    head[4..12].copy_from_slice(&sum(p).to_le_bytes());
+    if W > 0 {
+        head[4..12].copy_from_slice(&sum(p).to_le_bytes());
+    }
     (head, 4 + W)
 }
 
@@ -113,7 +116,7 @@ fn manual_encode(checksum: Checksum, payloads: &[Bytes]) -> usize {
     fn run<const W: usize>(payloads: &[Bytes], sum: impl Fn(&[u8]) -> u64 + Copy) -> usize {
         encode_all(payloads, |p| {
             let (head, len) = manual_head::<W>(&p, sum);
-            black_box((head, len, p));
+            black_box((head, p));
             len
         })
     }
@@ -186,9 +189,15 @@ fn encode(c: &mut Criterion) {
                 manual_encode(checksum, &payloads),
                 encode_all(&payloads, |p| codec.encode(p).unwrap().head().len())
             );
-            group.bench_function(BenchmarkId::new("manual", name), |b| {
-                b.iter(|| manual_encode(checksum, &payloads))
-            });
+            // Without a checksum, the unchecked `LengthPrefixed` above is
+            // the reference: a hand-written head alone measured slower
+            // than either (its loop is two atomic reference-count updates
+            // back to back), which no bound may be.
+            if checksum != Checksum::None {
+                group.bench_function(BenchmarkId::new("manual", name), |b| {
+                    b.iter(|| manual_encode(checksum, &payloads))
+                });
+            }
             group.bench_function(BenchmarkId::new("cleave_checked", name), |b| {
                 b.iter(|| {
                     encode_all(&payloads, |p| {
@@ -242,7 +251,7 @@ fn cleave_prost(input: &[u8]) -> Tally {
 fn protosocket_prost(input: &[u8]) -> Tally {
     use protosocket::{Decoder as _, DeserializeError};
     let mut decoder = protosocket_prost::ProstDecoder::<Request>::default();
-    let mut buf = BytesMut::new();
+    let mut buf = BytesMut::with_capacity(2 * COALESCED);
     let mut t = (0, 0);
     for chunk in input.chunks(COALESCED) {
         buf.extend_from_slice(chunk);
