@@ -39,8 +39,9 @@ use bytes::{Buf, Bytes, BytesMut};
 use bytes_handoff::{HandoffBuffer, HandoffBufferConfig, WriteHandoff, WriteHandoffConfig};
 use cleave_proto::route::{Match, Router};
 use cleave_proto::{
-    Checked, Checksum, ConnConfig, Decoder, Encoder, Event, LengthConfig, LengthPrefixed, Lines,
-    RecvBufConfig, Session, SessionConfig, WriteQueueConfig, DEFAULT_MAX_FRAME_LENGTH,
+    Checked, CheckedConfig, Checksum, ConnConfig, Decoder, Encoder, Event, Frame, LengthConfig,
+    LengthPrefixed, Lines, RecvBufConfig, Session, SessionConfig, WriteQueueConfig,
+    DEFAULT_MAX_FRAME_LENGTH,
 };
 use cleave_tokio::{spawn_writer, tunnel, FrameReader, SessionReader, Writer};
 use futures_util::StreamExt;
@@ -80,6 +81,10 @@ enum Variant {
     CheckedCrc16,
     CheckedCrc32,
     CheckedXxh3,
+    /// `FrameReader<Checked>` with headers kept: verified frames forwarded
+    /// as they came, the checksum computed once.
+    ForwardCrc32,
+    ForwardXxh3,
     /// `FrameReader<LengthPrefixed>` over flatstream's layout.
     LengthPrefixed,
     /// A hand-written CRC-32 loop.
@@ -102,11 +107,13 @@ impl Variant {
 
     /// The variants of the checked scenarios; the first is the baseline
     /// of the table's ratio.
-    const CHECKED: [Variant; 7] = [
+    const CHECKED: [Variant; 9] = [
         Variant::CheckedNone,
         Variant::CheckedCrc16,
         Variant::CheckedCrc32,
         Variant::CheckedXxh3,
+        Variant::ForwardCrc32,
+        Variant::ForwardXxh3,
         Variant::LengthPrefixed,
         Variant::ManualCrc32,
         Variant::RawCopy,
@@ -127,6 +134,8 @@ impl Variant {
             Variant::CheckedCrc16 => "checked_crc16",
             Variant::CheckedCrc32 => "checked_crc32",
             Variant::CheckedXxh3 => "checked_xxh3",
+            Variant::ForwardCrc32 => "forward_crc32",
+            Variant::ForwardXxh3 => "forward_xxh3",
             Variant::LengthPrefixed => "length_prefixed",
             Variant::ManualCrc32 => "manual_crc32",
         }
@@ -157,6 +166,10 @@ impl Variant {
             Variant::CheckedCrc16 => "the same, CRC-16 verified and computed again to re-encode",
             Variant::CheckedCrc32 => "the same, CRC-32 verified and computed again to re-encode",
             Variant::CheckedXxh3 => "the same, XXH3 verified and computed again to re-encode",
+            Variant::ForwardCrc32 => {
+                "`Checked` with `keep_header()`: CRC-32 verified, each frame forwarded as it came"
+            }
+            Variant::ForwardXxh3 => "the same, XXH3",
             Variant::LengthPrefixed => {
                 "`FrameReader<LengthPrefixed>` (`LengthConfig::flatstream()`) + `Writer`"
             }
@@ -187,8 +200,11 @@ impl Variant {
     fn stream_checksum(self) -> Checksum {
         match self {
             Variant::CheckedCrc16 => Checksum::Crc16,
-            Variant::CheckedXxh3 => Checksum::Xxh3,
-            Variant::CheckedCrc32 | Variant::ManualCrc32 | Variant::RawCopy => Checksum::Crc32,
+            Variant::CheckedXxh3 | Variant::ForwardXxh3 => Checksum::Xxh3,
+            Variant::CheckedCrc32
+            | Variant::ForwardCrc32
+            | Variant::ManualCrc32
+            | Variant::RawCopy => Checksum::Crc32,
             _ => Checksum::None,
         }
     }
@@ -200,6 +216,8 @@ impl Variant {
             Variant::CheckedCrc16
                 | Variant::CheckedCrc32
                 | Variant::CheckedXxh3
+                | Variant::ForwardCrc32
+                | Variant::ForwardXxh3
                 | Variant::ManualCrc32
         )
     }
@@ -477,6 +495,8 @@ async fn proxy(
         | Variant::CheckedCrc16
         | Variant::CheckedCrc32
         | Variant::CheckedXxh3
+        | Variant::ForwardCrc32
+        | Variant::ForwardXxh3
         | Variant::LengthPrefixed
         | Variant::ManualCrc32 => checked_proxy(variant, inbound, connect(sink).await?).await,
     }
@@ -716,6 +736,15 @@ async fn checked_proxy(
             reencode(inbound, outbound, codec).await
         }
         Variant::ManualCrc32 => manual_crc32(inbound, outbound).await,
+        Variant::ForwardCrc32 | Variant::ForwardXxh3 => {
+            let config = CheckedConfig::new(variant.stream_checksum()).keep_header();
+            forward(
+                inbound,
+                outbound,
+                Checked::with_config(config).map_err(other)?,
+            )
+            .await
+        }
         _ => {
             let codec = Checked::new(variant.stream_checksum()).map_err(other)?;
             reencode(inbound, outbound, codec).await
@@ -741,6 +770,26 @@ where
             frame = frames.next() => match frame {
                 Some(Ok(payload)) => {
                     writer.send(encoder.encode(payload).map_err(other)?).await?;
+                }
+                Some(Err(e)) => return Err(io::Error::from(e)),
+                None => return writer.close().await,
+            },
+            drained = writer.drain(), if !writer.queue().is_flushed() => drained?,
+        }
+    }
+}
+
+/// Same task, as [`reencode`], but each verified frame is forwarded whole,
+/// as it came (the decoder keeps its header): no checksum computed again.
+async fn forward(inbound: TcpStream, outbound: TcpStream, codec: Checked) -> io::Result<()> {
+    let mut frames = FrameReader::with_config(inbound, codec, conn_config());
+    let mut writer = Writer::with_config(outbound, queue_config());
+    loop {
+        tokio::select! {
+            biased;
+            frame = frames.next() => match frame {
+                Some(Ok(frame)) => {
+                    writer.send(Frame::from(frame)).await?;
                 }
                 Some(Err(e)) => return Err(io::Error::from(e)),
                 None => return writer.close().await,
@@ -1219,7 +1268,8 @@ Options:
                manual_vec, raw_copy
                (_keep: buffers kept when a connection goes idle)
       checked: checked_none, checked_crc16, checked_crc32, checked_xxh3,
-               length_prefixed (no checksum field), manual_crc32
+               forward_crc32, forward_xxh3 (headers kept, forwarded as they
+               came), length_prefixed (no checksum field), manual_crc32
                (hand-written), raw_copy (copies the CRC-32 stream)
   --connections N      default: 64
   --runs N             default: 3 (figures are medians)

@@ -498,3 +498,40 @@ proptest! {
         prop_assert_eq!(skip_run(checksum, &pieces(&input, &sizes)), whole);
     }
 }
+
+#[test]
+fn kept_headers_give_whole_frames_to_forward_as_they_came() {
+    use cleave_proto::Frame;
+    for checksum in algorithms() {
+        let input = [golden(checksum, "small"), golden(checksum, "medium")].concat();
+        let config = CheckedConfig::new(checksum).keep_header();
+        assert!(config.keeps_header());
+        let make = || Checked::with_config(config).unwrap();
+        // Each frame is its own bytes, header and all: the run tiles the
+        // input with nothing left for framing.
+        let run = assert_chunking_invariant(make, buf_config(), &input, &[5, 300], Placement::Tail);
+        assert_eq!(run.outcome, Ok(()));
+        let frames = run.frames();
+        assert_eq!(frames.concat(), input);
+        // Forwarded as they came, they read back as the payloads.
+        let mut buf = RecvBuf::new();
+        for frame in &frames {
+            let out = Frame::from(frame.clone());
+            buf.feed(out.body()).unwrap();
+        }
+        let mut payloads = Checked::new(checksum).unwrap();
+        assert_eq!(payloads.decode(&mut buf).unwrap().unwrap(), "abc");
+        assert_eq!(payloads.decode(&mut buf).unwrap().unwrap().len(), 1032);
+        // A bad checksum is still caught, and reported with its payload.
+        if checksum != Checksum::None {
+            let mut bad = golden(checksum, "small");
+            bad[4] ^= 1;
+            let mut frames = make().skip_mismatched();
+            let mut buf = RecvBuf::new();
+            buf.feed(&bad).unwrap();
+            let item = frames.decode(&mut buf).unwrap().unwrap();
+            assert_eq!(item.unwrap_err().payload, "abc");
+            assert!(buf.is_empty());
+        }
+    }
+}

@@ -229,6 +229,7 @@ impl fmt::Display for BadChecksum {
 pub struct CheckedConfig {
     checksum: Checksum,
     max_frame: u64,
+    keep_header: bool,
 }
 
 impl CheckedConfig {
@@ -241,7 +242,25 @@ impl CheckedConfig {
         Self {
             checksum,
             max_frame: DEFAULT_MAX_FRAME_LENGTH,
+            keep_header: false,
         }
+    }
+
+    /// Emit each verified frame whole, its length and checksum included,
+    /// instead of its payload: what a proxy forwards as it came
+    /// (`Frame::from(bytes)`), without computing the checksum again to
+    /// encode it. Default: the payload only. (A frame that fails its
+    /// checksum is still reported with its payload.)
+    #[must_use]
+    pub const fn keep_header(mut self) -> Self {
+        self.keep_header = true;
+        self
+    }
+
+    /// See [`keep_header`](Self::keep_header).
+    #[must_use]
+    pub const fn keeps_header(&self) -> bool {
+        self.keep_header
     }
 
     /// The largest payload accepted, in bytes, at most
@@ -367,11 +386,13 @@ impl Checked {
                 offset: buf.offset(),
             }));
         }
-        let step = complete(buf, head, len, head, &mut self.latch);
+        let skip = if self.config.keep_header { 0 } else { head };
+        let step = complete(buf, head, len, skip, &mut self.latch);
         let Step::Frame(cut) = step else {
             return Found::Step(step);
         };
-        let Some(payload) = data.get(head..head + cut.len) else {
+        let total = skip + cut.len;
+        let Some(payload) = data.get(head..total) else {
             // `complete` saw the whole frame buffered.
             return Found::Step(Step::NeedMore);
         };
@@ -385,7 +406,7 @@ impl Checked {
                 expected,
                 calculated,
             };
-            Found::Mismatch(mismatch, head + cut.len)
+            Found::Mismatch(mismatch, total)
         }
     }
 
