@@ -234,11 +234,7 @@ pub async fn serve_connection(socket: TcpStream) -> Result<u64, Failure> {
                 // Errors are final: stop reading, and close. Answers queued
                 // by now go out first; the tasks still running find the
                 // queue closed.
-                let bad = requests
-                    .conn_mut()
-                    .protocol_mut()
-                    .decoder_mut()
-                    .take_bad_message();
+                let bad = requests.decoder_mut().take_bad_message();
                 let _ = answers.close().await;
                 drop(answers);
                 let _ = writer.await;

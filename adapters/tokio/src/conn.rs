@@ -388,6 +388,17 @@ impl<S, D: Decoder> FrameReader<S, D> {
         Self(Connection::with_config(io, Framed::new(decoder), config))
     }
 
+    /// The decoder.
+    pub fn decoder(&self) -> &D {
+        self.0.conn().protocol().decoder()
+    }
+
+    /// The decoder, to reconfigure it or to ask it about an error (say,
+    /// `ProstCodec::take_bad_message`).
+    pub fn decoder_mut(&mut self) -> &mut D {
+        self.0.conn_mut().protocol_mut().decoder_mut()
+    }
+
     /// The connection it is.
     pub fn into_inner(self) -> Connection<S, Framed<D>> {
         self.0
