@@ -193,6 +193,14 @@ impl Latch {
         }
     }
 
+    /// Forgets a stored error that `forget` picks (a decoder switching to
+    /// a mode in which that error is not one).
+    pub(crate) fn forget(&mut self, forget: impl Fn(&Error) -> bool) {
+        if self.error.as_ref().is_some_and(forget) {
+            self.error = None;
+        }
+    }
+
     /// Stores `e`, for a step that found it.
     #[inline]
     pub(crate) fn failed(&mut self, e: Error) -> Step {

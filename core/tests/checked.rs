@@ -535,3 +535,41 @@ fn kept_headers_give_whole_frames_to_forward_as_they_came() {
         }
     }
 }
+
+#[test]
+fn a_stopped_decoder_can_be_made_to_skip_the_bad_frame() {
+    let good = golden(Checksum::Crc32, "small");
+    let mut bad = good.clone();
+    bad[4] ^= 1;
+    let mut buf = RecvBuf::new();
+    buf.feed(&[&bad[..], &good].concat()).unwrap();
+    let mut stopped = Checked::new(Checksum::Crc32).unwrap();
+    assert!(matches!(
+        stopped.decode(&mut buf),
+        Err(Error::InvalidInput {
+            kind: InvalidInput::Checksum(_),
+            offset: 0
+        })
+    ));
+    let mut skipping = stopped.skip_mismatched();
+    assert_eq!(
+        skipping
+            .decode(&mut buf)
+            .unwrap()
+            .unwrap()
+            .unwrap_err()
+            .payload,
+        "abc"
+    );
+    assert_eq!(
+        skipping.decode(&mut buf),
+        Ok(Some(Ok(Bytes::from_static(b"abc"))))
+    );
+    // Other errors stay final.
+    let mut over =
+        Checked::with_config(CheckedConfig::new(Checksum::Crc32).max_frame_length(1)).unwrap();
+    let mut buf = RecvBuf::new();
+    buf.feed(&good).unwrap();
+    let error = over.decode(&mut buf).unwrap_err();
+    assert_eq!(over.skip_mismatched().decode(&mut buf), Err(error));
+}

@@ -31,7 +31,8 @@
 //! payload arrives (nothing is ever reserved for a declared length). Once
 //! the whole frame is buffered, the checksum is computed over the payload
 //! where it lies in the receive buffer, and the payload comes out as a view
-//! of it: no copy. A stream that ends inside a frame is an
+//! of it: no copy (or the whole frame, header included, with
+//! [`keep_header`](CheckedConfig::keep_header), for a proxy to forward). A stream that ends inside a frame is an
 //! [`Error::Truncated`] carrying that frame's bytes.
 //!
 //! A payload that does not match its checksum is, by default, a final
@@ -134,7 +135,7 @@ impl Checksum {
             Err(Error::invalid_config(
                 "checksum",
                 self.width() as u64,
-                "an algorithm this build has: XXH3 needs the `xxh3` feature",
+                "an algorithm this build has (the value is its width): XXH3 needs the `xxh3` feature",
             ))
         }
     }
@@ -250,7 +251,8 @@ impl CheckedConfig {
     /// instead of its payload: what a proxy forwards as it came
     /// (`Frame::from(bytes)`), without computing the checksum again to
     /// encode it. Default: the payload only. (A frame that fails its
-    /// checksum is still reported with its payload.)
+    /// checksum is still reported with its payload.) The encoder still
+    /// takes payloads: do not encode kept frames again.
     #[must_use]
     pub const fn keep_header(mut self) -> Self {
         self.keep_header = true;
@@ -363,8 +365,22 @@ impl Checked {
 
     /// This decoder, made to report a frame that fails its checksum and go
     /// on with the next one, as flatstream's reader does.
+    ///
+    /// A decoder that has already stopped at a mismatch can be turned into
+    /// one that skips: the mismatch is forgotten (the bad frame is still in
+    /// the buffer and comes out as a [`BadChecksum`]); any other error
+    /// stays final.
     #[must_use]
-    pub fn skip_mismatched(self) -> SkipMismatched {
+    pub fn skip_mismatched(mut self) -> SkipMismatched {
+        self.latch.forget(|e| {
+            matches!(
+                e,
+                Error::InvalidInput {
+                    kind: InvalidInput::Checksum(_),
+                    ..
+                }
+            )
+        });
         SkipMismatched { inner: self }
     }
 
@@ -391,9 +407,10 @@ impl Checked {
         let Step::Frame(cut) = step else {
             return Found::Step(step);
         };
-        let total = skip + cut.len;
+        let total = cut.skip + cut.len + cut.trail;
+        debug_assert!(total <= data.len());
         let Some(payload) = data.get(head..total) else {
-            // `complete` saw the whole frame buffered.
+            // `complete` saw the whole frame buffered: not reached.
             return Found::Step(Step::NeedMore);
         };
         let expected = read_le(&data[LENGTH_WIDTH..head]);
@@ -463,6 +480,11 @@ impl Encoder for Checked {
     /// Frames a payload: the length and the checksum, computed over the
     /// payload where it lies, as an inline head (no allocation); the
     /// payload untouched.
+    ///
+    /// The item is a payload, whatever the decoder gives back: frames
+    /// decoded with [`keep_header`](CheckedConfig::keep_header) are whole
+    /// already, and go out as they are (`Frame::from(frame)`), not through
+    /// this.
     ///
     /// # Errors
     ///

@@ -137,8 +137,9 @@ impl LengthConfig {
     /// [`InvalidInput::Magic`] at the first byte that differs) and written
     /// by the encoder. They sit before the length field: this raises the
     /// [`field_offset`](Self::field_offset) to their length if it is
-    /// shorter (a later, shorter `field_offset` is refused when the
-    /// decoder is made). Default: none.
+    /// shorter, and never lowers it (a later, shorter `field_offset` is
+    /// refused when the decoder is made; a later, shorter magic leaves the
+    /// offset where it was). Default: none.
     #[must_use]
     pub fn magic(mut self, magic: &'static [u8]) -> Self {
         self.magic = magic;

@@ -10,8 +10,11 @@
 //! `encode_length_delimited` writes it and protosocket-prost sends it.
 //! [`ProstCodec`] cuts frames with [`Varint`] (so a malformed length is an
 //! error within its 10 bytes, where protosocket-prost waits for more) and
-//! decodes each from the `Bytes` frame, so `bytes::Bytes` fields of a
-//! message are views of the receive buffer, not copies.
+//! decodes each from the `Bytes` frame, so the fields a message declares
+//! as `bytes::Bytes` (`#[prost(bytes = "bytes")]`, or prost-build's
+//! `bytes(..)`) are views of the receive buffer, not copies (unless the
+//! buffer copies small frames out: see
+//! [`RecvBufConfig::copy_frames_up_to`](crate::RecvBufConfig::copy_frames_up_to)).
 
 use alloc::boxed::Box;
 use bytes::{Bytes, BytesMut};
