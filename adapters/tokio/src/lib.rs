@@ -97,8 +97,11 @@ mod drain;
 mod entropy;
 mod error;
 mod fill;
+mod pipes;
 mod reset;
 mod spawn;
+#[cfg(unix)]
+mod splice;
 mod timer;
 mod tunnel;
 mod writer;
@@ -108,8 +111,11 @@ pub use codec::TokioCodec;
 pub use conn::{Connection, FrameReader, SessionReader};
 pub use entropy::OsEntropy;
 pub use error::{ConnError, WriteError};
+pub use pipes::{Pipes, PipesConfig};
 pub use reset::Reset;
 pub use spawn::{spawn_connection, spawn_writer, ConnHandle, Events, WriteHandle};
+#[cfg(unix)]
+pub use splice::{splice_tunnel, SpliceStream};
 pub use tunnel::{tunnel, tunnel_with, TunnelConfig};
 pub use writer::Writer;
 

@@ -136,7 +136,24 @@ where
     A: AsyncRead + AsyncWrite + Reset + Unpin + ?Sized,
     B: AsyncRead + AsyncWrite + Reset + Unpin + ?Sized,
 {
-    let result = copy_both_ways(client, backend, tail, config.idle.map(Idle::new)).await;
+    // The tail is the first bytes up, then flushed: a buffering backend (a
+    // `BufWriter`, a TLS stream) must pass it on now, as the client may
+    // wait for the answer to it.
+    let (up, down) = (Direction::with_tail(tail), Direction::new());
+    let result = both_ways(client, backend, up, down, config.idle.map(Idle::new)).await;
+    reset_both_on_error(result, client, backend)
+}
+
+/// After a failed tunnel, both streams are set to reset on close.
+pub(crate) fn reset_both_on_error<A, B>(
+    result: io::Result<(u64, u64)>,
+    client: &A,
+    backend: &B,
+) -> io::Result<(u64, u64)>
+where
+    A: Reset + ?Sized,
+    B: Reset + ?Sized,
+{
     if result.is_err() {
         // Best effort: the error that matters is the one that got us here.
         let _ = client.reset_on_close();
@@ -146,7 +163,7 @@ where
 }
 
 /// The idle timer: fires once no byte moved for `after`.
-struct Idle {
+pub(crate) struct Idle {
     after: Duration,
     /// When a byte last moved.
     active: Instant,
@@ -154,7 +171,7 @@ struct Idle {
 }
 
 impl Idle {
-    fn new(after: Duration) -> Self {
+    pub(crate) fn new(after: Duration) -> Self {
         let active = Instant::now();
         Self {
             after,
@@ -189,35 +206,45 @@ impl Idle {
     }
 }
 
-/// The tail, then both directions until both end or one fails (or the
-/// tunnel idles out).
-async fn copy_both_ways<A, B>(
+/// One direction of a tunnel: moves bytes from a reader to a writer.
+pub(crate) trait Move<R: ?Sized, W: ?Sized> {
+    /// Moves until the reader ends (`Ok(bytes written)`, the writer shut
+    /// down) or either side fails.
+    fn poll_move(
+        &mut self,
+        cx: &mut Context<'_>,
+        reader: &mut R,
+        writer: &mut W,
+    ) -> Poll<io::Result<u64>>;
+
+    /// Whether bytes moved since the last call.
+    fn take_moved(&mut self) -> bool;
+}
+
+/// Both directions, polled in one future, until both end or one fails (or
+/// the tunnel idles out).
+pub(crate) async fn both_ways<A, B, U, D>(
     client: &mut A,
     backend: &mut B,
-    tail: Bytes,
+    mut up: U,
+    mut down: D,
     mut idle: Option<Idle>,
 ) -> io::Result<(u64, u64)>
 where
-    A: AsyncRead + AsyncWrite + Unpin + ?Sized,
-    B: AsyncRead + AsyncWrite + Unpin + ?Sized,
+    A: ?Sized,
+    B: ?Sized,
+    U: Move<A, B>,
+    D: Move<B, A>,
 {
-    // The tail is the first bytes up, then flushed: a buffering backend (a
-    // `BufWriter`, a TLS stream) must pass it on now, as the client may
-    // wait for the answer to it.
-    let (mut up, mut down) = (Direction::with_tail(tail), Direction::new());
     let (mut up_done, mut down_done) = (None, None);
     poll_fn(|cx| {
         if up_done.is_none() {
-            if let Poll::Ready(n) =
-                up.poll_copy(cx, Pin::new(&mut *client), Pin::new(&mut *backend))
-            {
+            if let Poll::Ready(n) = up.poll_move(cx, &mut *client, &mut *backend) {
                 up_done = Some(n?);
             }
         }
         if down_done.is_none() {
-            if let Poll::Ready(n) =
-                down.poll_copy(cx, Pin::new(&mut *backend), Pin::new(&mut *client))
-            {
+            if let Poll::Ready(n) = down.poll_move(cx, &mut *backend, &mut *client) {
                 down_done = Some(n?);
             }
         }
@@ -240,7 +267,7 @@ where
 
 /// One direction's copy: read into the buffer, write all of it, and at
 /// the end of the stream flush and shut the writer down.
-struct Direction {
+pub(crate) struct Direction {
     /// Bytes to write before anything read (the hand-off's tail).
     tail: Bytes,
     buf: Box<[u8]>,
@@ -258,12 +285,40 @@ struct Direction {
     written: u64,
 }
 
+impl<R, W> Move<R, W> for Direction
+where
+    R: AsyncRead + Unpin + ?Sized,
+    W: AsyncWrite + Unpin + ?Sized,
+{
+    fn poll_move(
+        &mut self,
+        cx: &mut Context<'_>,
+        reader: &mut R,
+        writer: &mut W,
+    ) -> Poll<io::Result<u64>> {
+        self.poll_copy(cx, Pin::new(reader), Pin::new(writer))
+    }
+
+    fn take_moved(&mut self) -> bool {
+        std::mem::take(&mut self.moved)
+    }
+}
+
 impl Direction {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_tail(Bytes::new())
     }
 
-    fn with_tail(tail: Bytes) -> Self {
+    /// A copy that goes on where another way of moving (a splice that
+    /// turned out to be unsupported) left off, `written` bytes in.
+    pub(crate) fn resuming(written: u64) -> Self {
+        Self {
+            written,
+            ..Self::new()
+        }
+    }
+
+    pub(crate) fn with_tail(tail: Bytes) -> Self {
         Self {
             tail,
             buf: vec![0; BUF_SIZE].into_boxed_slice(),
@@ -275,10 +330,6 @@ impl Direction {
             moved: false,
             written: 0,
         }
-    }
-
-    fn take_moved(&mut self) -> bool {
-        std::mem::take(&mut self.moved)
     }
 
     /// Copies until the reader ends (`Ok(bytes written)`, the writer shut

@@ -1,16 +1,22 @@
-//! `tunnel` over loopback TCP, through a proxy task that accepts a client,
-//! connects to a backend, tunnels, then drops both streams: a reset on one
-//! side reaches the other as a reset after the bytes that made it, a clean
-//! end stays a half-close, a failed write resets the backend, and an idle
-//! tunnel times out with both sides reset.
+//! `tunnel` and `splice_tunnel` over loopback TCP, through a proxy task
+//! that accepts a client, connects to a backend, tunnels, then drops both
+//! streams: a reset on one side reaches the other as a reset after the
+//! bytes that made it, a clean end stays a half-close, a failed write
+//! resets the backend, a backend that closes early ends the tunnel with
+//! both sides reset, and an idle tunnel times out with both sides reset.
+//!
+//! Every test runs three ways ([`Mode`]): the copying `tunnel_with`, the
+//! kernel's `splice_tunnel` (which must have moved the bytes through its
+//! pipes), and `splice_tunnel` with no pipe to lease (its fallback copy).
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use cleave_proto::Bytes;
-use cleave_tokio::{tunnel_with, TunnelConfig};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use cleave_tokio::{splice_tunnel, tunnel_with, Pipes, PipesConfig, TunnelConfig};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
@@ -22,23 +28,59 @@ fn pattern(offset: usize, len: usize) -> Vec<u8> {
     (offset..offset + len).map(|i| (i % 251) as u8).collect()
 }
 
+/// How the proxy task tunnels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// `tunnel_with`: copies through user space.
+    Copy,
+    /// `splice_tunnel` with pipes to lease.
+    Splice,
+    /// `splice_tunnel` with a pool that opens no pipe: it copies.
+    Fallback,
+}
+
 /// What the proxy task saw.
 #[derive(Debug)]
 struct Proxied {
     result: io::Result<(u64, u64)>,
     /// `SO_LINGER` of the client and the backend stream after the tunnel.
     lingers: (Option<Duration>, Option<Duration>),
+    /// The splice modes' pool, after the tunnel.
+    pipes: Option<Arc<Pipes>>,
+}
+
+impl Proxied {
+    /// Checks what the pipes did: in `Splice` mode, at least `spliced`
+    /// bytes went through them; in `Fallback`, none did. Either way every
+    /// pipe is back in the pool or closed.
+    fn assert_pipes(&self, mode: Mode, spliced: u64) {
+        let Some(pipes) = &self.pipes else {
+            return;
+        };
+        match mode {
+            Mode::Splice => {
+                assert!(
+                    pipes.spliced() >= spliced,
+                    "{} bytes spliced, {spliced} expected",
+                    pipes.spliced()
+                );
+            }
+            _ => assert_eq!((pipes.open(), pipes.spliced()), (0, 0)),
+        }
+        assert_eq!(pipes.open(), pipes.idle(), "a pipe left in use");
+    }
 }
 
 /// The proxy's and the backend's listeners, and the proxy task: it accepts
 /// one client, connects to the backend, tunnels with `tail` first, then
 /// drops both streams.
-async fn proxy(tail: Bytes) -> (SocketAddr, TcpListener, JoinHandle<Proxied>) {
-    proxy_with(tail, TunnelConfig::default()).await
+async fn proxy(mode: Mode, tail: Bytes) -> (SocketAddr, TcpListener, JoinHandle<Proxied>) {
+    proxy_with(mode, tail, TunnelConfig::default()).await
 }
 
 /// As [`proxy`], with `config`.
 async fn proxy_with(
+    mode: Mode,
     tail: Bytes,
     config: TunnelConfig,
 ) -> (SocketAddr, TcpListener, JoinHandle<Proxied>) {
@@ -51,17 +93,44 @@ async fn proxy_with(
     let task = tokio::spawn(async move {
         let (mut client, _) = listener.accept().await.unwrap();
         let mut backend = TcpStream::connect(backend_addr).await.unwrap();
-        let result = tunnel_with(&mut client, &mut backend, tail, config).await;
+        let (result, pipes) = match mode {
+            Mode::Copy => (
+                tunnel_with(&mut client, &mut backend, tail, config).await,
+                None,
+            ),
+            Mode::Splice | Mode::Fallback => {
+                let limit = if mode == Mode::Splice { 2 } else { 0 };
+                let pipes = Arc::new(pool(limit, 2));
+                let result = splice_tunnel(&mut client, &mut backend, tail, config, &pipes).await;
+                (result, Some(pipes))
+            }
+        };
         let lingers = (client.linger().unwrap(), backend.linger().unwrap());
         drop((client, backend)); // dropped, not shut down
-        Proxied { result, lingers }
+        Proxied {
+            result,
+            lingers,
+            pipes,
+        }
     });
     (proxy_addr, backends, task)
 }
 
+/// A pool of at most `max_open` pipes, keeping `max_idle`.
+fn pool(max_open: usize, max_idle: usize) -> Pipes {
+    Pipes::new(
+        PipesConfig::default()
+            .max_open(Some(max_open))
+            .max_idle(max_idle),
+    )
+}
+
 /// Reads until the end of the stream (`Ok`) or an error, at most `max`
 /// bytes.
-async fn read_to_end_or_error(socket: &mut TcpStream, max: usize) -> (Vec<u8>, io::Result<()>) {
+async fn read_to_end_or_error<S: AsyncRead + Unpin>(
+    socket: &mut S,
+    max: usize,
+) -> (Vec<u8>, io::Result<()>) {
     let (mut got, mut buf) = (Vec::new(), vec![0; 64 * 1024]);
     // Each read gets a byte at least, but the end.
     for _ in 0..=max {
@@ -77,12 +146,11 @@ async fn read_to_end_or_error(socket: &mut TcpStream, max: usize) -> (Vec<u8>, i
     panic!("no end after {} bytes", got.len());
 }
 
-#[tokio::test]
-async fn a_backend_reset_reaches_the_client_as_a_reset_after_its_bytes() {
+async fn a_backend_reset_reaches_the_client_as_a_reset_after_its_bytes(mode: Mode) {
     const N: usize = 1000;
     tokio::time::timeout(STUCK, async {
         let tail = Bytes::from_static(b"GET / HTTP/1.1\r\n\r\n");
-        let (addr, backends, proxy) = proxy(tail.clone()).await;
+        let (addr, backends, proxy) = proxy(mode, tail.clone()).await;
         let mut client = TcpStream::connect(addr).await.unwrap();
         let (mut backend, _) = backends.accept().await.unwrap();
         // The tail arrives once the proxy's connect is through: a reset
@@ -103,7 +171,9 @@ async fn a_backend_reset_reaches_the_client_as_a_reset_after_its_bytes() {
         let kind = end.expect_err("a clean end of stream after a reset").kind();
         assert_eq!(kind, io::ErrorKind::ConnectionReset);
 
-        assert_failed_with_both_reset(proxy.await.unwrap(), io::ErrorKind::ConnectionReset);
+        let proxied = proxy.await.unwrap();
+        proxied.assert_pipes(mode, N as u64);
+        assert_failed_with_both_reset(proxied, io::ErrorKind::ConnectionReset);
     })
     .await
     .expect("stuck");
@@ -119,11 +189,10 @@ fn assert_failed_with_both_reset(proxied: Proxied, kind: io::ErrorKind) {
     );
 }
 
-#[tokio::test]
-async fn a_client_reset_mid_upload_reaches_the_backend_as_a_reset() {
+async fn a_client_reset_mid_upload_reaches_the_backend_as_a_reset(mode: Mode) {
     const N: usize = 100_000;
     tokio::time::timeout(STUCK, async {
-        let (addr, backends, proxy) = proxy(Bytes::new()).await;
+        let (addr, backends, proxy) = proxy(mode, Bytes::new()).await;
         let mut client = TcpStream::connect(addr).await.unwrap();
         let (mut backend, _) = backends.accept().await.unwrap();
         let uploader = tokio::spawn(async move {
@@ -144,19 +213,20 @@ async fn a_client_reset_mid_upload_reaches_the_backend_as_a_reset() {
         );
 
         uploader.await.unwrap();
-        assert_failed_with_both_reset(proxy.await.unwrap(), io::ErrorKind::ConnectionReset);
+        let proxied = proxy.await.unwrap();
+        proxied.assert_pipes(mode, got.len() as u64);
+        assert_failed_with_both_reset(proxied, io::ErrorKind::ConnectionReset);
     })
     .await
     .expect("stuck");
 }
 
-#[tokio::test]
-async fn a_clean_end_stays_a_half_close_both_ways() {
+async fn a_clean_end_stays_a_half_close_both_ways(mode: Mode) {
     const M: usize = 100_000;
     const K: usize = 50_000;
     tokio::time::timeout(STUCK, async {
         let tail = Bytes::from(pattern(0, 300));
-        let (addr, backends, proxy) = proxy(tail.clone()).await;
+        let (addr, backends, proxy) = proxy(mode, tail.clone()).await;
         let mut client = TcpStream::connect(addr).await.unwrap();
         let (mut backend, _) = backends.accept().await.unwrap();
 
@@ -182,6 +252,7 @@ async fn a_clean_end_stays_a_half_close_both_ways() {
         assert!(answer == pattern(7, K), "the answer");
 
         let proxied = proxy.await.unwrap();
+        proxied.assert_pipes(mode, (M + K) as u64);
         let (up, down) = proxied.result.unwrap();
         assert_eq!((up, down), ((M + tail.len()) as u64, K as u64));
         assert_eq!(proxied.lingers, (None, None), "a clean end is no reset");
@@ -190,11 +261,10 @@ async fn a_clean_end_stays_a_half_close_both_ways() {
     .expect("stuck");
 }
 
-#[tokio::test]
-async fn a_failed_write_to_the_client_resets_the_backend() {
+async fn a_failed_write_to_the_client_resets_the_backend(mode: Mode) {
     const LIMIT: usize = 64 << 20;
     tokio::time::timeout(STUCK, async {
-        let (addr, backends, proxy) = proxy(Bytes::new()).await;
+        let (addr, backends, proxy) = proxy(mode, Bytes::new()).await;
         // The client ends its side and goes away before anything flows: the
         // tunnel reads its end (and half-closes the backend), then every
         // write to it fails once its kernel has answered with a reset.
@@ -225,8 +295,10 @@ async fn a_failed_write_to_the_client_resets_the_backend() {
         );
 
         let proxied = proxy.await.unwrap();
+        proxied.assert_pipes(mode, 0);
         let kind = proxied
             .result
+            .as_ref()
             .expect_err("a failed write is an error")
             .kind();
         assert!(
@@ -248,11 +320,10 @@ async fn a_failed_write_to_the_client_resets_the_backend() {
     .expect("stuck");
 }
 
-#[tokio::test]
-async fn an_idle_tunnel_times_out_and_both_sides_see_a_reset() {
+async fn an_idle_tunnel_times_out_and_both_sides_see_a_reset(mode: Mode) {
     tokio::time::timeout(STUCK, async {
         let config = TunnelConfig::default().idle(Some(Duration::from_millis(200)));
-        let (addr, backends, proxy) = proxy_with(Bytes::from_static(b"hello"), config).await;
+        let (addr, backends, proxy) = proxy_with(mode, Bytes::from_static(b"hello"), config).await;
         let mut client = TcpStream::connect(addr).await.unwrap();
         let (mut backend, _) = backends.accept().await.unwrap();
         // Bytes both ways first: the timeout counts from the last of them.
@@ -265,6 +336,7 @@ async fn an_idle_tunnel_times_out_and_both_sides_see_a_reset() {
 
         // Then nobody says anything.
         let proxied = proxy.await.unwrap();
+        proxied.assert_pipes(mode, 2);
         assert_failed_with_both_reset(proxied, io::ErrorKind::TimedOut);
         for socket in [&mut client, &mut backend] {
             let (got, end) = read_to_end_or_error(socket, 0).await;
@@ -277,14 +349,13 @@ async fn an_idle_tunnel_times_out_and_both_sides_see_a_reset() {
     .expect("stuck");
 }
 
-#[tokio::test]
-async fn a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end() {
+async fn a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end(mode: Mode) {
     const BYTES: usize = 40;
     tokio::time::timeout(STUCK, async {
         // Far longer than the gaps between the client's bytes, and far
         // shorter than the whole upload.
         let config = TunnelConfig::default().idle(Some(Duration::from_millis(500)));
-        let (addr, backends, proxy) = proxy_with(Bytes::new(), config).await;
+        let (addr, backends, proxy) = proxy_with(mode, Bytes::new(), config).await;
         let mut client = TcpStream::connect(addr).await.unwrap();
         let (mut backend, _) = backends.accept().await.unwrap();
         let client_side = async {
@@ -306,9 +377,198 @@ async fn a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end() {
         assert!(answer.is_empty());
         end.expect("a clean end");
         let proxied = proxy.await.unwrap();
+        proxied.assert_pipes(mode, BYTES as u64);
         assert_eq!(proxied.result.unwrap(), (BYTES as u64, 0));
         assert_eq!(proxied.lingers, (None, None));
     })
     .await
     .expect("stuck");
 }
+
+async fn a_backend_that_closes_early_ends_the_tunnel_with_both_sides_reset(mode: Mode) {
+    const LIMIT: usize = 64 << 20;
+    tokio::time::timeout(STUCK, async {
+        let (addr, backends, proxy) = proxy(mode, Bytes::from_static(b"hello")).await;
+        let client = TcpStream::connect(addr).await.unwrap();
+        let (mut backend, _) = backends.accept().await.unwrap();
+        let mut hello = [0; 5];
+        backend.read_exact(&mut hello).await.unwrap();
+        assert_eq!(&hello, b"hello");
+        backend.write_all(b"bye").await.unwrap();
+        // A clean close while the client still uploads: the proxy's next
+        // writes to it fail.
+        drop(backend);
+
+        let (mut reader, mut writer) = client.into_split();
+        let uploader = tokio::spawn(async move {
+            let chunk = pattern(0, 16 * 1024);
+            let mut sent = 0;
+            loop {
+                match writer.write(&chunk).await {
+                    Ok(n) => sent += n,
+                    Err(e) => return e,
+                }
+                assert!(sent < LIMIT, "the upload goes on after the backend left");
+            }
+        });
+        // What arrived of the answer (a reset may overtake it: the kernel
+        // drops what its socket had not handed out), then the end of the
+        // stream or the reset.
+        let (got, end) = read_to_end_or_error(&mut reader, 3).await;
+        assert!(b"bye".starts_with(&got), "{got:?}");
+        if let Err(e) = end {
+            assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}");
+        }
+        let error = uploader.await.unwrap();
+        assert!(
+            matches!(
+                error.kind(),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+            ),
+            "{error}"
+        );
+
+        let proxied = proxy.await.unwrap();
+        proxied.assert_pipes(mode, 0);
+        let kind = proxied
+            .result
+            .as_ref()
+            .expect_err("the upload failed")
+            .kind();
+        assert!(
+            matches!(
+                kind,
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+            ),
+            "{kind:?}"
+        );
+        assert_eq!(
+            proxied.lingers,
+            (Some(Duration::ZERO), Some(Duration::ZERO))
+        );
+    })
+    .await
+    .expect("stuck");
+}
+
+/// `TUNNELS` tunnels at once on one pool of pipes, each carrying `BYTES`
+/// up to an echoing backend and back.
+async fn echo_tunnels(pipes: Arc<Pipes>) {
+    const TUNNELS: usize = 3;
+    const BYTES: usize = 200_000;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let backends = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (addr, backend_addr) = (
+        listener.local_addr().unwrap(),
+        backends.local_addr().unwrap(),
+    );
+    let proxy = tokio::spawn(async move {
+        let mut tunnels = Vec::new();
+        for _ in 0..TUNNELS {
+            let (mut client, _) = listener.accept().await.unwrap();
+            let pipes = Arc::clone(&pipes);
+            tunnels.push(tokio::spawn(async move {
+                let mut backend = TcpStream::connect(backend_addr).await.unwrap();
+                let config = TunnelConfig::default();
+                splice_tunnel(&mut client, &mut backend, Bytes::new(), config, &pipes).await
+            }));
+        }
+        for tunnel in tunnels {
+            let (up, down) = tunnel.await.unwrap().unwrap();
+            assert_eq!((up, down), (BYTES as u64, BYTES as u64));
+        }
+    });
+    let echo = tokio::spawn(async move {
+        for _ in 0..TUNNELS {
+            let (mut socket, _) = backends.accept().await.unwrap();
+            tokio::spawn(async move {
+                let (mut r, mut w) = socket.split();
+                tokio::io::copy(&mut r, &mut w).await.unwrap();
+                w.shutdown().await.unwrap();
+            });
+        }
+    });
+    let mut clients = Vec::new();
+    for i in 0..TUNNELS {
+        let client = TcpStream::connect(addr).await.unwrap();
+        clients.push(tokio::spawn(async move {
+            let (mut reader, mut writer) = client.into_split();
+            let upload = tokio::spawn(async move {
+                writer.write_all(&pattern(i, BYTES)).await.unwrap();
+                writer.shutdown().await.unwrap();
+            });
+            let (got, end) = read_to_end_or_error(&mut reader, BYTES).await;
+            end.unwrap();
+            assert!(got == pattern(i, BYTES), "the echo of tunnel {i}");
+            upload.await.unwrap();
+        }));
+    }
+    for client in clients {
+        client.await.unwrap();
+    }
+    echo.await.unwrap();
+    proxy.await.unwrap();
+}
+
+#[tokio::test]
+async fn pipes_are_bounded_reused_and_a_direction_without_one_copies() {
+    tokio::time::timeout(STUCK, async {
+        // Three tunnels want six pipes and get three: the other directions
+        // copy. Two empty pipes are kept.
+        let pipes = Arc::new(pool(3, 2));
+        echo_tunnels(Arc::clone(&pipes)).await;
+        assert_eq!((pipes.open(), pipes.idle()), (2, 2));
+        let first = pipes.spliced();
+        assert!(first >= 200_000, "{first} bytes spliced");
+
+        // The next tunnels start on the kept pipes.
+        echo_tunnels(Arc::clone(&pipes)).await;
+        assert_eq!((pipes.open(), pipes.idle()), (2, 2));
+        assert!(pipes.spliced() >= first + 200_000);
+    })
+    .await
+    .expect("stuck");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_default_pool_leaves_most_descriptors_to_sockets() {
+    let pipes = Pipes::default();
+    assert!(pipes.max_open() > 0, "splice exists on Linux");
+    assert!(pipes.max_open() <= 4096);
+    assert_eq!((pipes.open(), pipes.idle(), pipes.spliced()), (0, 0, 0));
+}
+
+/// Each test, run in each [`Mode`].
+macro_rules! in_every_mode {
+    ($($test:ident),* $(,)?) => {
+        mod copy {
+            $(#[tokio::test]
+            async fn $test() {
+                super::$test(super::Mode::Copy).await;
+            })*
+        }
+        mod splice {
+            $(#[tokio::test]
+            async fn $test() {
+                super::$test(super::Mode::Splice).await;
+            })*
+        }
+        mod fallback {
+            $(#[tokio::test]
+            async fn $test() {
+                super::$test(super::Mode::Fallback).await;
+            })*
+        }
+    };
+}
+
+in_every_mode!(
+    a_backend_reset_reaches_the_client_as_a_reset_after_its_bytes,
+    a_client_reset_mid_upload_reaches_the_backend_as_a_reset,
+    a_clean_end_stays_a_half_close_both_ways,
+    a_failed_write_to_the_client_resets_the_backend,
+    an_idle_tunnel_times_out_and_both_sides_see_a_reset,
+    a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end,
+    a_backend_that_closes_early_ends_the_tunnel_with_both_sides_reset,
+);
