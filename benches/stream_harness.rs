@@ -43,7 +43,9 @@ use cleave_proto::{
     LengthPrefixed, Lines, RecvBufConfig, Session, SessionConfig, WriteQueueConfig,
     DEFAULT_MAX_FRAME_LENGTH,
 };
-use cleave_tokio::{spawn_writer, tunnel, FrameReader, SessionReader, Writer};
+use cleave_tokio::{
+    spawn_writer, splice_tunnel, tunnel, FrameReader, Pipes, SessionReader, TunnelConfig, Writer,
+};
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -67,6 +69,8 @@ enum Variant {
     CleaveSameTask,
     /// The same, with buffers kept when a connection goes idle.
     CleaveSameTaskKeep,
+    /// The same, the tunnel spliced by the kernel.
+    CleaveSplice,
     CleaveCrossTask,
     CleaveMio,
     /// The same, with buffers kept when a connection goes idle.
@@ -76,6 +80,8 @@ enum Variant {
     ManualVec,
     /// Both families: no parsing.
     RawCopy,
+    /// A hand-written splice(2) loop, one pipe, no parsing.
+    RawSplice,
     /// `FrameReader<Checked>` and a `Writer`, with no checksum.
     CheckedNone,
     CheckedCrc16,
@@ -93,9 +99,10 @@ enum Variant {
 
 impl Variant {
     /// The variants of the routed scenarios.
-    const ROUTED: [Variant; 9] = [
+    const ROUTED: [Variant; 11] = [
         Variant::CleaveSameTask,
         Variant::CleaveSameTaskKeep,
+        Variant::CleaveSplice,
         Variant::CleaveCrossTask,
         Variant::CleaveMio,
         Variant::CleaveMioKeep,
@@ -103,6 +110,7 @@ impl Variant {
         Variant::BytesHandoff,
         Variant::ManualVec,
         Variant::RawCopy,
+        Variant::RawSplice,
     ];
 
     /// The variants of the checked scenarios; the first is the baseline
@@ -123,6 +131,7 @@ impl Variant {
         match self {
             Variant::CleaveSameTask => "cleave_same_task",
             Variant::CleaveSameTaskKeep => "cleave_same_task_keep",
+            Variant::CleaveSplice => "cleave_splice",
             Variant::CleaveCrossTask => "cleave_cross_task",
             Variant::CleaveMio => "cleave_mio",
             Variant::CleaveMioKeep => "cleave_mio_keep",
@@ -130,6 +139,7 @@ impl Variant {
             Variant::BytesHandoff => "bytes_handoff",
             Variant::ManualVec => "manual_vec",
             Variant::RawCopy => "raw_copy",
+            Variant::RawSplice => "raw_splice",
             Variant::CheckedNone => "checked_none",
             Variant::CheckedCrc16 => "checked_crc16",
             Variant::CheckedCrc32 => "checked_crc32",
@@ -149,6 +159,7 @@ impl Variant {
             Variant::CleaveSameTaskKeep => {
                 "the same, buffers kept when idle (`release_when_idle(false)`)"
             }
+            Variant::CleaveSplice => "the same, then `splice_tunnel` (splice(2) through pipes)",
             Variant::CleaveCrossTask => {
                 "cleave-tokio `SessionReader` + `spawn_writer` handle (everything through it)"
             }
@@ -159,7 +170,10 @@ impl Variant {
             Variant::CleaveStd => "cleave-std `Stream`s, a thread per connection",
             Variant::BytesHandoff => "bytes-handoff `HandoffBuffer` + `WriteHandoff`",
             Variant::ManualVec => "hand-written `Vec<u8>` parser, direct writes",
-            Variant::RawCopy => "`tokio::io::copy` (lower bound: no parsing)",
+            Variant::RawCopy => "`tokio::io::copy` (lower bound of the copies: no parsing)",
+            Variant::RawSplice => {
+                "hand-written splice(2) loop (lower bound of the splices: no parsing)"
+            }
             Variant::CheckedNone => {
                 "cleave-tokio `FrameReader<Checked>` + `Writer` (same task), no checksum"
             }
@@ -482,8 +496,9 @@ async fn proxy(
 ) -> io::Result<()> {
     match variant {
         Variant::CleaveSameTask | Variant::CleaveSameTaskKeep => {
-            cleave_same_task(inbound, sink).await
+            cleave_same_task(inbound, sink, false).await
         }
+        Variant::CleaveSplice => cleave_same_task(inbound, sink, true).await,
         Variant::CleaveCrossTask => cleave_cross_task(inbound, sink).await,
         Variant::CleaveMio | Variant::CleaveMioKeep | Variant::CleaveStd => {
             unreachable!("runs without tokio")
@@ -491,6 +506,7 @@ async fn proxy(
         Variant::BytesHandoff => bytes_handoff(inbound, connect(sink).await?, shape).await,
         Variant::ManualVec => manual_vec(inbound, connect(sink).await?).await,
         Variant::RawCopy => raw_copy(inbound, connect(sink).await?).await,
+        Variant::RawSplice => raw_splice(inbound, connect(sink).await?).await,
         Variant::CheckedNone
         | Variant::CheckedCrc16
         | Variant::CheckedCrc32
@@ -557,8 +573,9 @@ async fn routed(
 }
 
 /// Same task: the connection's task reads events and drains the writer
-/// whenever the reader would wait; after the hand-off, `tunnel` splices.
-async fn cleave_same_task(inbound: TcpStream, sink: SocketAddr) -> io::Result<()> {
+/// whenever the reader would wait; after the hand-off, `tunnel` copies
+/// (or `splice_tunnel` splices).
+async fn cleave_same_task(inbound: TcpStream, sink: SocketAddr, splice: bool) -> io::Result<()> {
     let mut events = SessionReader::with_config(inbound, session(sink), conn_config());
     let Some(outbound) = routed(&mut events).await? else {
         return Ok(());
@@ -576,7 +593,13 @@ async fn cleave_same_task(inbound: TcpStream, sink: SocketAddr) -> io::Result<()
                     writer.drain().await?;
                     let (mut inbound, _) = events.into_parts();
                     let (mut outbound, _) = writer.into_parts();
-                    tunnel(&mut inbound, &mut outbound, tail).await?;
+                    if splice {
+                        let config = TunnelConfig::default();
+                        let pipes = Pipes::global();
+                        splice_tunnel(&mut inbound, &mut outbound, tail, config, pipes).await?;
+                    } else {
+                        tunnel(&mut inbound, &mut outbound, tail).await?;
+                    }
                     return Ok(());
                 }
                 Some(Ok(_)) => {}
@@ -722,6 +745,42 @@ async fn manual_vec(mut inbound: TcpStream, mut outbound: TcpStream) -> io::Resu
 async fn raw_copy(mut inbound: TcpStream, mut outbound: TcpStream) -> io::Result<()> {
     tokio::io::copy(&mut inbound, &mut outbound).await?;
     outbound.shutdown().await
+}
+
+/// The tightest splice(2) loop: one pipe, filled only when empty, each
+/// fill drained before the next (as `splice_tunnel` does), no parsing.
+#[cfg(target_os = "linux")]
+async fn raw_splice(inbound: TcpStream, mut outbound: TcpStream) -> io::Result<()> {
+    use rustix::pipe::{pipe_with, splice, PipeFlags, SpliceFlags};
+    use tokio::io::Interest;
+
+    let (pipe_out, pipe_in) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+    let flags = SpliceFlags::NONBLOCK | SpliceFlags::MOVE;
+    loop {
+        inbound.readable().await?;
+        let fill = || Ok(splice(&inbound, None, &pipe_in, None, 1 << 20, flags)?);
+        let mut left = match inbound.try_io(Interest::READABLE, fill) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        };
+        while left > 0 {
+            outbound.writable().await?;
+            let drain = || Ok(splice(&pipe_out, None, &outbound, None, left, flags)?);
+            match outbound.try_io(Interest::WRITABLE, drain) {
+                Ok(n) => left -= n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    outbound.shutdown().await
+}
+
+#[cfg(not(target_os = "linux"))]
+async fn raw_splice(inbound: TcpStream, outbound: TcpStream) -> io::Result<()> {
+    raw_copy(inbound, outbound).await
 }
 
 /// A checked scenario's proxy for `variant` (not `raw_copy`).
@@ -1263,9 +1322,10 @@ Options:
                and forwarding the frame re-encoded; checked: both
   --variants a,b,...   default: the scenario's own list (a scenario runs
                        those of the given ones that belong to it)
-      routed:  cleave_same_task, cleave_same_task_keep, cleave_cross_task,
+      routed:  cleave_same_task, cleave_same_task_keep, cleave_splice,
+               cleave_cross_task,
                cleave_mio, cleave_mio_keep, cleave_std, bytes_handoff,
-               manual_vec, raw_copy
+               manual_vec, raw_copy, raw_splice
                (_keep: buffers kept when a connection goes idle)
       checked: checked_none, checked_crc16, checked_crc32, checked_xxh3,
                forward_crc32, forward_xxh3 (headers kept, forwarded as they

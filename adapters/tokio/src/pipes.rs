@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// The most pipes a pool keeps open by default, whatever the descriptor
 /// limit.
@@ -103,8 +103,14 @@ impl PipesConfig {
 /// slots) is about 2 KiB; the stream harness prints what it measures.
 ///
 /// Most programs use the process's [`Pipes::global`] pool; a pool of
-/// their own sets its own limits.
+/// their own sets its own limits. A `Pipes` is a handle: its clones share
+/// one pool.
+#[derive(Clone)]
 pub struct Pipes {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     config: PipesConfig,
     max_open: usize,
     idle: Mutex<Vec<sys::Pipe>>,
@@ -115,7 +121,7 @@ pub struct Pipes {
 impl fmt::Debug for Pipes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pipes")
-            .field("max_open", &self.max_open)
+            .field("max_open", &self.max_open())
             .field("open", &self.open())
             .field("idle", &self.idle())
             .field("spliced", &self.spliced())
@@ -137,12 +143,15 @@ impl Pipes {
         let max_open = config
             .max_open
             .unwrap_or_else(|| (sys::descriptor_limit() / 4).min(MAX_OPEN_CAP));
-        Self {
+        let inner = Inner {
             config,
             max_open: if sys::SPLICE { max_open } else { 0 },
             idle: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             spliced: AtomicU64::new(0),
+        };
+        Self {
+            inner: Arc::new(inner),
         }
     }
 
@@ -155,42 +164,41 @@ impl Pipes {
     /// The configuration it was made with.
     #[must_use]
     pub fn config(&self) -> &PipesConfig {
-        &self.config
+        &self.inner.config
     }
 
     /// The most pipes it opens at once (the configured or the computed
     /// limit; 0 where there is no splice).
     #[must_use]
     pub fn max_open(&self) -> usize {
-        self.max_open
+        self.inner.max_open
     }
 
     /// Pipes open now, in use and idle.
     #[must_use]
     pub fn open(&self) -> usize {
-        self.open.load(Ordering::Acquire)
+        self.inner.open.load(Ordering::Acquire)
     }
 
     /// Idle pipes kept for the next tunnels.
     #[must_use]
     pub fn idle(&self) -> usize {
-        self.idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        let idle = self.inner.idle.lock();
+        idle.unwrap_or_else(PoisonError::into_inner).len()
     }
 
     /// Bytes moved through this pool's pipes so far: what the kernel
     /// tunnelled without a copy.
     #[must_use]
     pub fn spliced(&self) -> u64 {
-        self.spliced.load(Ordering::Relaxed)
+        self.inner.spliced.load(Ordering::Relaxed)
     }
 
     /// An idle pipe, or a new one within the limit; `None` when the limit
     /// is reached or the system refuses a pipe (out of descriptors, say).
-    pub(crate) fn lease(&self) -> Option<Lease<'_>> {
-        let kept = self
+    pub(crate) fn lease(&self) -> Option<Lease> {
+        let inner = &*self.inner;
+        let kept = inner
             .idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -198,22 +206,23 @@ impl Pipes {
         let pipe = match kept {
             Some(pipe) => pipe,
             None => {
-                self.open
+                inner
+                    .open
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
-                        (open < self.max_open).then_some(open + 1)
+                        (open < inner.max_open).then_some(open + 1)
                     })
                     .ok()?;
-                match sys::Pipe::new(self.config.size) {
+                match sys::Pipe::new(inner.config.size) {
                     Ok(pipe) => pipe,
                     Err(_) => {
-                        self.open.fetch_sub(1, Ordering::AcqRel);
+                        inner.open.fetch_sub(1, Ordering::AcqRel);
                         return None;
                     }
                 }
             }
         };
         Some(Lease {
-            pipes: self,
+            pipes: self.clone(),
             pipe: Some(pipe),
             len: 0,
         })
@@ -222,28 +231,29 @@ impl Pipes {
     /// Takes a pipe back: kept if it is empty and there is room, closed
     /// otherwise.
     fn put(&self, pipe: sys::Pipe, empty: bool) {
+        let inner = &*self.inner;
         if empty {
-            let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-            if idle.len() < self.config.max_idle {
+            let mut idle = inner.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            if idle.len() < inner.config.max_idle {
                 idle.push(pipe);
                 return;
             }
         }
         drop(pipe);
-        self.open.fetch_sub(1, Ordering::AcqRel);
+        inner.open.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
 /// A pipe taken from a pool, given back when dropped: kept if it is empty,
 /// closed if bytes were left in it (a failed tunnel).
-pub(crate) struct Lease<'a> {
-    pipes: &'a Pipes,
+pub(crate) struct Lease {
+    pipes: Pipes,
     pipe: Option<sys::Pipe>,
     /// Bytes in the pipe.
     pub(crate) len: usize,
 }
 
-impl Lease<'_> {
+impl Lease {
     pub(crate) fn pipe(&self) -> &sys::Pipe {
         self.pipe
             .as_ref()
@@ -253,11 +263,12 @@ impl Lease<'_> {
     /// `n` bytes left the pipe.
     pub(crate) fn drained(&mut self, n: usize) {
         self.len -= n.min(self.len);
-        self.pipes.spliced.fetch_add(n as u64, Ordering::Relaxed);
+        let spliced = &self.pipes.inner.spliced;
+        spliced.fetch_add(n as u64, Ordering::Relaxed);
     }
 }
 
-impl Drop for Lease<'_> {
+impl Drop for Lease {
     fn drop(&mut self) {
         if let Some(pipe) = self.pipe.take() {
             self.pipes.put(pipe, self.len == 0);

@@ -129,13 +129,13 @@ where
 }
 
 /// One direction: through a pipe, or copied when there is none.
-enum Spliced<'p> {
-    Pipe(PipeDirection<'p>),
+enum Spliced {
+    Pipe(PipeDirection),
     Copy(Direction),
 }
 
-impl<'p> Spliced<'p> {
-    fn new(tail: Bytes, pipes: &'p Pipes) -> Self {
+impl Spliced {
+    fn new(tail: Bytes, pipes: &Pipes) -> Self {
         match pipes.lease() {
             Some(lease) => Spliced::Pipe(PipeDirection {
                 tail,
@@ -150,7 +150,7 @@ impl<'p> Spliced<'p> {
     }
 }
 
-impl<R, W> Move<R, W> for Spliced<'_>
+impl<R, W> Move<R, W> for Spliced
 where
     R: SpliceStream + ?Sized,
     W: SpliceStream + ?Sized,
@@ -195,10 +195,10 @@ enum Step {
 /// is empty, so a splice into it that would block always means the reader
 /// has nothing (never that the pipe is full), and the readiness that
 /// `try_io` clears is the reader's.
-struct PipeDirection<'p> {
+struct PipeDirection {
     /// Bytes to write before anything read (the hand-off's tail).
     tail: Bytes,
-    lease: Lease<'p>,
+    lease: Lease,
     /// The reader ended its stream (and the pipe is empty).
     eof: bool,
     /// A splice from the reader succeeded: its socket takes them.
@@ -207,7 +207,7 @@ struct PipeDirection<'p> {
     written: u64,
 }
 
-impl PipeDirection<'_> {
+impl PipeDirection {
     fn poll_splice<R, W>(&mut self, cx: &mut Context<'_>, reader: &R, writer: &mut W) -> Step
     where
         R: SpliceStream + ?Sized,

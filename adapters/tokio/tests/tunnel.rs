@@ -11,7 +11,6 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use cleave_proto::Bytes;
@@ -46,7 +45,7 @@ struct Proxied {
     /// `SO_LINGER` of the client and the backend stream after the tunnel.
     lingers: (Option<Duration>, Option<Duration>),
     /// The splice modes' pool, after the tunnel.
-    pipes: Option<Arc<Pipes>>,
+    pipes: Option<Pipes>,
 }
 
 impl Proxied {
@@ -100,7 +99,7 @@ async fn proxy_with(
             ),
             Mode::Splice | Mode::Fallback => {
                 let limit = if mode == Mode::Splice { 2 } else { 0 };
-                let pipes = Arc::new(pool(limit, 2));
+                let pipes = pool(limit, 2);
                 let result = splice_tunnel(&mut client, &mut backend, tail, config, &pipes).await;
                 (result, Some(pipes))
             }
@@ -453,7 +452,7 @@ async fn a_backend_that_closes_early_ends_the_tunnel_with_both_sides_reset(mode:
 
 /// `TUNNELS` tunnels at once on one pool of pipes, each carrying `BYTES`
 /// up to an echoing backend and back.
-async fn echo_tunnels(pipes: Arc<Pipes>) {
+async fn echo_tunnels(pipes: Pipes) {
     const TUNNELS: usize = 3;
     const BYTES: usize = 200_000;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -466,7 +465,7 @@ async fn echo_tunnels(pipes: Arc<Pipes>) {
         let mut tunnels = Vec::new();
         for _ in 0..TUNNELS {
             let (mut client, _) = listener.accept().await.unwrap();
-            let pipes = Arc::clone(&pipes);
+            let pipes = pipes.clone();
             tunnels.push(tokio::spawn(async move {
                 let mut backend = TcpStream::connect(backend_addr).await.unwrap();
                 let config = TunnelConfig::default();
@@ -515,14 +514,14 @@ async fn pipes_are_bounded_reused_and_a_direction_without_one_copies() {
     tokio::time::timeout(STUCK, async {
         // Three tunnels want six pipes and get three: the other directions
         // copy. Two empty pipes are kept.
-        let pipes = Arc::new(pool(3, 2));
-        echo_tunnels(Arc::clone(&pipes)).await;
+        let pipes = pool(3, 2);
+        echo_tunnels(pipes.clone()).await;
         assert_eq!((pipes.open(), pipes.idle()), (2, 2));
         let first = pipes.spliced();
         assert!(first >= 200_000, "{first} bytes spliced");
 
         // The next tunnels start on the kept pipes.
-        echo_tunnels(Arc::clone(&pipes)).await;
+        echo_tunnels(pipes.clone()).await;
         assert_eq!((pipes.open(), pipes.idle()), (2, 2));
         assert!(pipes.spliced() >= first + 200_000);
     })
