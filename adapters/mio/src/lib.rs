@@ -139,12 +139,18 @@
 mod conn;
 mod conns;
 mod error;
+mod pipes;
 mod socket;
+#[cfg(unix)]
+mod tunnel;
 
 pub use conn::{Conn, ReadOutcome, DEFAULT_READ_BUDGET};
 pub use conns::{Accepted, Conns};
 pub use error::ConnError;
+pub use pipes::{Pipes, PipesConfig};
 pub use socket::Socket;
+#[cfg(unix)]
+pub use tunnel::{Side, Tunnel, DEFAULT_TUNNEL_BUDGET};
 
 /// This crate's README, its examples compiled and run as doctests (the
 /// README ships in the package, so they build from the packaged sources).

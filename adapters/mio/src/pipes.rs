@@ -1,0 +1,375 @@
+//! [`Pipes`]: the pipes a [`Tunnel`](crate::Tunnel) moves bytes through,
+//! bounded and reused.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+/// The most pipes a pool keeps open by default, whatever the descriptor
+/// limit.
+const MAX_OPEN_CAP: usize = 4096;
+/// The idle pipes a pool keeps for the next tunnels by default.
+const DEFAULT_MAX_IDLE: usize = 64;
+
+/// Configuration of a [`Pipes`] pool.
+///
+/// ```
+/// use cleave_mio::PipesConfig;
+///
+/// // HAProxy's `maxpipes 1000` and `tune.pipesize 262144`.
+/// let config = PipesConfig::default().max_open(Some(1000)).size(Some(256 * 1024));
+/// assert_eq!(config.get_max_open(), Some(1000));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PipesConfig {
+    max_open: Option<usize>,
+    max_idle: usize,
+    size: Option<usize>,
+}
+
+impl Default for PipesConfig {
+    fn default() -> Self {
+        Self {
+            max_open: None,
+            max_idle: DEFAULT_MAX_IDLE,
+            size: None,
+        }
+    }
+}
+
+impl PipesConfig {
+    /// The most pipes open at once, in use and idle (each is two file
+    /// descriptors; a spliced tunnel uses one per direction). A tunnel
+    /// direction that finds none left copies through user space instead,
+    /// through a 16 KiB buffer. Default (`None`): a quarter of
+    /// the process's descriptor limit (`RLIMIT_NOFILE`, its soft value when
+    /// the pool is made), at most 4096, so that pipes never take the
+    /// descriptors the listener needs (HAProxy's `maxpipes` defaults to a
+    /// quarter of its connections for the same reason).
+    #[must_use]
+    pub fn max_open(mut self, pipes: Option<usize>) -> Self {
+        self.max_open = pipes;
+        self
+    }
+
+    /// The most idle pipes kept open for the next tunnels; more are
+    /// closed when their tunnel ends. Default: 64. A pipe is only kept if
+    /// its tunnel left it empty.
+    #[must_use]
+    pub fn max_idle(mut self, pipes: usize) -> Self {
+        self.max_idle = pipes;
+        self
+    }
+
+    /// Each pipe's capacity in bytes (`F_SETPIPE_SZ`; the kernel rounds it
+    /// up to a power of two pages). Default (`None`): the system's, 64 KiB
+    /// on Linux. An unprivileged process cannot go above
+    /// `/proc/sys/fs/pipe-max-size` (1 MiB by default): a pipe that cannot
+    /// be sized is closed and its tunnel direction copies instead.
+    #[must_use]
+    pub fn size(mut self, bytes: Option<usize>) -> Self {
+        self.size = bytes;
+        self
+    }
+
+    /// The most pipes open at once, `None` for the default.
+    #[must_use]
+    pub fn get_max_open(&self) -> Option<usize> {
+        self.max_open
+    }
+
+    /// The most idle pipes kept.
+    #[must_use]
+    pub fn get_max_idle(&self) -> usize {
+        self.max_idle
+    }
+
+    /// Each pipe's capacity, `None` for the system's.
+    #[must_use]
+    pub fn get_size(&self) -> Option<usize> {
+        self.size
+    }
+}
+
+/// A pool of pipes for [`Tunnel`](crate::Tunnel)s: at most
+/// [`max_open`](PipesConfig::max_open) open at once, the empty ones kept
+/// for the next tunnel.
+///
+/// Memory: a pipe holds no bytes of its own while idle. In use, it holds
+/// references to the socket buffers' pages it carries, at most its
+/// [`size`](PipesConfig::size) (64 KiB by default), which the bytes would
+/// have taken in a copying tunnel's user-space buffer too. The kernel's
+/// bookkeeping of an open pipe (two files, an inode, the ring of 16 page
+/// slots) is about 2 KiB; the stream harness prints what it measures.
+///
+/// Most programs use the process's [`Pipes::global`] pool; a pool of
+/// their own sets its own limits. A `Pipes` is a handle: its clones share
+/// one pool.
+#[derive(Clone)]
+pub struct Pipes {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: PipesConfig,
+    max_open: usize,
+    idle: Mutex<Vec<sys::Pipe>>,
+    open: AtomicUsize,
+    spliced: AtomicU64,
+}
+
+impl fmt::Debug for Pipes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pipes")
+            .field("max_open", &self.max_open())
+            .field("open", &self.open())
+            .field("idle", &self.idle())
+            .field("spliced", &self.spliced())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Pipes {
+    fn default() -> Self {
+        Self::new(PipesConfig::default())
+    }
+}
+
+impl Pipes {
+    /// A pool with `config`'s limits. It opens pipes when tunnels need
+    /// them; where splice(2) does not exist (not Linux), it opens none.
+    #[must_use]
+    pub fn new(config: PipesConfig) -> Self {
+        let max_open = config
+            .max_open
+            .unwrap_or_else(|| (sys::descriptor_limit() / 4).min(MAX_OPEN_CAP));
+        let inner = Inner {
+            config,
+            max_open: if sys::SPLICE { max_open } else { 0 },
+            idle: Mutex::new(Vec::new()),
+            open: AtomicUsize::new(0),
+            spliced: AtomicU64::new(0),
+        };
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The process's pool, with the default configuration.
+    pub fn global() -> &'static Pipes {
+        static GLOBAL: OnceLock<Pipes> = OnceLock::new();
+        GLOBAL.get_or_init(Pipes::default)
+    }
+
+    /// The configuration it was made with.
+    #[must_use]
+    pub fn config(&self) -> &PipesConfig {
+        &self.inner.config
+    }
+
+    /// The most pipes it opens at once (the configured or the computed
+    /// limit; 0 where there is no splice).
+    #[must_use]
+    pub fn max_open(&self) -> usize {
+        self.inner.max_open
+    }
+
+    /// Pipes open now, in use and idle.
+    #[must_use]
+    pub fn open(&self) -> usize {
+        self.inner.open.load(Ordering::Acquire)
+    }
+
+    /// Idle pipes kept for the next tunnels.
+    #[must_use]
+    pub fn idle(&self) -> usize {
+        let idle = self.inner.idle.lock();
+        idle.unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// Bytes moved through this pool's pipes so far: what the kernel
+    /// tunnelled without a copy.
+    #[must_use]
+    pub fn spliced(&self) -> u64 {
+        self.inner.spliced.load(Ordering::Relaxed)
+    }
+
+    /// An idle pipe, or a new one within the limit; `None` when the limit
+    /// is reached or the system refuses a pipe (out of descriptors, say).
+    pub(crate) fn lease(&self) -> Option<Lease> {
+        let inner = &*self.inner;
+        let kept = inner
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let pipe = match kept {
+            Some(pipe) => pipe,
+            None => {
+                inner
+                    .open
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
+                        (open < inner.max_open).then_some(open + 1)
+                    })
+                    .ok()?;
+                match sys::Pipe::new(inner.config.size) {
+                    Ok(pipe) => pipe,
+                    Err(_) => {
+                        inner.open.fetch_sub(1, Ordering::AcqRel);
+                        return None;
+                    }
+                }
+            }
+        };
+        Some(Lease {
+            pipes: self.clone(),
+            pipe: Some(pipe),
+            len: 0,
+        })
+    }
+
+    /// Takes a pipe back: kept if it is empty and there is room, closed
+    /// otherwise.
+    fn put(&self, pipe: sys::Pipe, empty: bool) {
+        let inner = &*self.inner;
+        if empty {
+            let mut idle = inner.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            if idle.len() < inner.config.max_idle {
+                idle.push(pipe);
+                return;
+            }
+        }
+        drop(pipe);
+        inner.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A pipe taken from a pool, given back when dropped: kept if it is empty,
+/// closed if bytes were left in it (a failed tunnel).
+pub(crate) struct Lease {
+    pipes: Pipes,
+    pipe: Option<sys::Pipe>,
+    /// Bytes in the pipe.
+    pub(crate) len: usize,
+}
+
+impl Lease {
+    pub(crate) fn pipe(&self) -> &sys::Pipe {
+        self.pipe
+            .as_ref()
+            .expect("a lease holds its pipe until dropped")
+    }
+
+    /// `n` bytes left the pipe.
+    pub(crate) fn drained(&mut self, n: usize) {
+        self.len -= n.min(self.len);
+        let spliced = &self.pipes.inner.spliced;
+        spliced.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(pipe) = self.pipe.take() {
+            self.pipes.put(pipe, self.len == 0);
+        }
+    }
+}
+
+/// splice(2) and pipes, where they exist.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) mod sys {
+    use std::io;
+    use std::os::fd::{AsFd, OwnedFd};
+
+    use rustix::pipe::{self, PipeFlags, SpliceFlags};
+
+    pub(crate) const SPLICE: bool = true;
+
+    /// A pipe: its read end and its write end, both non-blocking.
+    pub(crate) struct Pipe {
+        read: OwnedFd,
+        write: OwnedFd,
+        size: usize,
+    }
+
+    impl Pipe {
+        pub(crate) fn new(size: Option<usize>) -> io::Result<Self> {
+            let (read, write) = pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+            let size = match size {
+                Some(bytes) => pipe::fcntl_setpipe_size(&write, bytes)?,
+                None => pipe::fcntl_getpipe_size(&write)?,
+            };
+            Ok(Self { read, write, size })
+        }
+
+        /// Moves what `socket` has, as much as the pipe takes, into the
+        /// pipe; 0 at the end of the stream.
+        pub(crate) fn fill(&self, socket: impl AsFd) -> io::Result<usize> {
+            let flags = SpliceFlags::NONBLOCK | SpliceFlags::MOVE;
+            Ok(pipe::splice(
+                socket,
+                None,
+                &self.write,
+                None,
+                self.size,
+                flags,
+            )?)
+        }
+
+        /// Moves up to `len` bytes of the pipe into `socket`.
+        pub(crate) fn drain(&self, socket: impl AsFd, len: usize) -> io::Result<usize> {
+            let flags = SpliceFlags::NONBLOCK | SpliceFlags::MOVE;
+            Ok(pipe::splice(&self.read, None, socket, None, len, flags)?)
+        }
+    }
+
+    /// Whether a failed splice says it cannot be done on this socket
+    /// (rather than that the connection failed).
+    pub(crate) fn unsupported(error: &io::Error) -> bool {
+        use rustix::io::Errno;
+        [Errno::INVAL, Errno::NOSYS, Errno::OPNOTSUPP]
+            .iter()
+            .any(|e| error.raw_os_error() == Some(e.raw_os_error()))
+    }
+
+    /// `RLIMIT_NOFILE`'s soft value.
+    pub(crate) fn descriptor_limit() -> usize {
+        use rustix::process::{getrlimit, Resource};
+        getrlimit(Resource::Nofile)
+            .current
+            .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+/// No splice here: no pool ever opens a pipe.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) mod sys {
+    use std::io;
+
+    pub(crate) const SPLICE: bool = false;
+
+    pub(crate) enum Pipe {}
+
+    impl Pipe {
+        pub(crate) fn new(_: Option<usize>) -> io::Result<Self> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+
+        pub(crate) fn fill<S>(&self, _: S) -> io::Result<usize> {
+            match *self {}
+        }
+
+        pub(crate) fn drain<S>(&self, _: S, _: usize) -> io::Result<usize> {
+            match *self {}
+        }
+    }
+
+    pub(crate) fn unsupported(_: &io::Error) -> bool {
+        true
+    }
+
+    pub(crate) fn descriptor_limit() -> usize {
+        0
+    }
+}

@@ -1,0 +1,545 @@
+//! `Tunnel` on a mio poll loop, over loopback TCP, between a blocking
+//! client and a blocking backend in threads: the tail first, a reset on
+//! one side reaches the other as a reset after the bytes that made it, a
+//! clean end stays a half-close, a failed write resets the backend, a
+//! backend that closes early ends the tunnel with both sides reset, an
+//! idle tunnel times out with both sides reset, and pipes are bounded and
+//! reused.
+//!
+//! Every tunnel test runs two ways ([`Mode`]): with pipes to lease (the
+//! kernel moves the bytes, and the test checks that it did) and with none
+//! (each direction copies).
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cleave_mio::{Pipes, PipesConfig, Side, Tunnel};
+use cleave_proto::Bytes;
+use mio::net::TcpStream;
+use mio::{Events, Poll, Token};
+
+/// The blocking sockets' timeouts and the proxy loop's bound: a safety
+/// net, never what a test asserts.
+const STUCK: Duration = Duration::from_secs(30);
+
+/// How the proxy's tunnel moves its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// With pipes to lease: splice(2).
+    Splice,
+    /// With a pool that opens no pipe: copies.
+    Fallback,
+}
+
+impl Mode {
+    fn pipes(self) -> Pipes {
+        let max_open = match self {
+            Mode::Splice => 2,
+            Mode::Fallback => 0,
+        };
+        pool(max_open, 2)
+    }
+}
+
+fn pool(max_open: usize, max_idle: usize) -> Pipes {
+    Pipes::new(
+        PipesConfig::default()
+            .max_open(Some(max_open))
+            .max_idle(max_idle),
+    )
+}
+
+/// The byte at `offset` of every stream here: a gap or a reordering shows.
+fn pattern(offset: usize, len: usize) -> Vec<u8> {
+    (offset..offset + len).map(|i| (i % 251) as u8).collect()
+}
+
+/// What the proxy saw.
+#[derive(Debug)]
+struct Proxied {
+    /// The tunnel's result, its error reduced to its kind.
+    result: Result<(u64, u64), io::ErrorKind>,
+    /// `SO_LINGER` of the client and the backend socket at the end.
+    lingers: [Option<Duration>; 2],
+}
+
+/// How the proxy runs its tunnel.
+#[derive(Clone, Copy)]
+struct Setup<'a> {
+    pipes: &'a Pipes,
+    tail: &'a [u8],
+    idle: Option<Duration>,
+    budget: Option<usize>,
+}
+
+impl<'a> Setup<'a> {
+    fn new(pipes: &'a Pipes) -> Self {
+        Self {
+            pipes,
+            tail: b"",
+            idle: None,
+            budget: None,
+        }
+    }
+}
+
+/// Accepts one client on `listener`, connects to `backend`, and runs a
+/// `Tunnel` between them on a poll loop until it is finished; then drops
+/// both sockets.
+fn proxy(listener: std::net::TcpListener, backend: SocketAddr, setup: Setup<'_>) -> Proxied {
+    let (client, _) = listener.accept().unwrap();
+    client.set_nonblocking(true).unwrap();
+    let backend = std::net::TcpStream::connect(backend).unwrap();
+    backend.set_nonblocking(true).unwrap();
+    let (client, backend) = (TcpStream::from_std(client), TcpStream::from_std(backend));
+    let tail = Bytes::copy_from_slice(setup.tail);
+    let mut tunnel = Tunnel::new(client, backend, tail, setup.pipes).idle(setup.idle);
+    if let Some(budget) = setup.budget {
+        tunnel.set_budget(budget);
+    }
+    let mut poll = Poll::new().unwrap();
+    tunnel
+        .register(poll.registry(), Token(0), Token(1))
+        .unwrap();
+    let mut events = Events::with_capacity(16);
+    let started = Instant::now();
+    while !tunnel.is_finished() {
+        assert!(started.elapsed() < STUCK, "the tunnel is stuck");
+        let wait = tunnel.deadline().map_or(STUCK, |deadline| {
+            deadline.saturating_duration_since(Instant::now())
+        });
+        poll.poll(&mut events, Some(wait)).unwrap();
+        for event in &events {
+            let side = if event.token() == Token(0) {
+                Side::Client
+            } else {
+                Side::Backend
+            };
+            let mut more = tunnel.on_event(side, event);
+            while more {
+                more = tunnel.on_ready();
+            }
+        }
+        tunnel.on_timeout(Instant::now());
+    }
+    let result = match tunnel.result().expect("finished") {
+        Ok(written) => Ok(*written),
+        Err(e) => Err(e.kind()),
+    };
+    let linger = |s: &TcpStream| socket2::SockRef::from(s).linger().unwrap();
+    let lingers = [linger(tunnel.client()), linger(tunnel.backend())];
+    tunnel.deregister(poll.registry()).unwrap();
+    drop(tunnel); // the sockets close, dropped, not shut down
+    Proxied { result, lingers }
+}
+
+fn listen() -> (std::net::TcpListener, SocketAddr) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    (listener, addr)
+}
+
+fn connect(addr: SocketAddr) -> std::net::TcpStream {
+    let socket = std::net::TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(STUCK)).unwrap();
+    socket.set_write_timeout(Some(STUCK)).unwrap();
+    socket
+}
+
+fn accept(listener: &std::net::TcpListener) -> std::net::TcpStream {
+    let (socket, _) = listener.accept().unwrap();
+    socket.set_read_timeout(Some(STUCK)).unwrap();
+    socket.set_write_timeout(Some(STUCK)).unwrap();
+    socket
+}
+
+/// Closes `socket` with a RST.
+fn reset(socket: std::net::TcpStream) {
+    socket2::SockRef::from(&socket)
+        .set_linger(Some(Duration::ZERO))
+        .unwrap();
+}
+
+/// Reads until the end of the stream (`Ok`) or an error, at most `max`
+/// bytes.
+fn read_to_end_or_error(socket: &mut std::net::TcpStream, max: usize) -> (Vec<u8>, io::Result<()>) {
+    let (mut got, mut buf) = (Vec::new(), vec![0; 64 * 1024]);
+    // Each read gets a byte at least, but the end.
+    for _ in 0..=max {
+        match socket.read(&mut buf) {
+            Ok(0) => return (got, Ok(())),
+            Ok(n) => {
+                got.extend_from_slice(&buf[..n]);
+                assert!(got.len() <= max, "more bytes than were sent: {}", got.len());
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (got, Err(e)),
+        }
+    }
+    panic!("no end after {} bytes", got.len());
+}
+
+/// Writes `chunk` until a write fails; the error.
+fn write_until_error(socket: &mut std::net::TcpStream, limit: usize) -> io::Error {
+    let chunk = pattern(0, 16 * 1024);
+    let mut sent = 0;
+    loop {
+        match socket.write(&chunk) {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return e,
+        }
+        assert!(sent < limit, "the stream goes on after its peer is gone");
+    }
+}
+
+fn is_reset_or_broken_pipe(kind: io::ErrorKind) -> bool {
+    matches!(
+        kind,
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+    )
+}
+
+/// In `Splice` mode at least `spliced` bytes went through the pipes, in
+/// `Fallback` none did; either way every pipe is back or closed.
+fn assert_pipes(pipes: &Pipes, mode: Mode, spliced: u64) {
+    match mode {
+        Mode::Splice => assert!(
+            pipes.spliced() >= spliced,
+            "{} bytes spliced, {spliced} expected",
+            pipes.spliced()
+        ),
+        Mode::Fallback => assert_eq!((pipes.open(), pipes.spliced()), (0, 0)),
+    }
+    assert_eq!(pipes.open(), pipes.idle(), "a pipe left in use");
+}
+
+fn a_backend_reset_reaches_the_client_as_a_reset_after_its_bytes(mode: Mode) {
+    const N: usize = 1000;
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    let tail = b"GET / HTTP/1.1\r\n\r\n";
+    let backend = thread::spawn(move || {
+        let mut socket = accept(&backends);
+        // The tail first; a reset before it arrived would fail the
+        // proxy's connect, not the tunnel.
+        let mut request = vec![0; tail.len()];
+        socket.read_exact(&mut request).unwrap();
+        socket.write_all(&pattern(0, N)).unwrap();
+        reset(socket);
+        request
+    });
+    let client = thread::spawn(move || read_to_end_or_error(&mut connect(addr), N));
+
+    let pipes = mode.pipes();
+    let setup = Setup {
+        tail,
+        ..Setup::new(&pipes)
+    };
+    let proxied = proxy(listener, backend_addr, setup);
+    assert_eq!(backend.join().unwrap(), tail);
+    let (got, end) = client.join().unwrap();
+    assert!(
+        got == pattern(0, N),
+        "{} bytes, not the {N} sent",
+        got.len()
+    );
+    let kind = end.expect_err("a clean end of stream after a reset").kind();
+    assert_eq!(kind, io::ErrorKind::ConnectionReset);
+    assert_eq!(proxied.result, Err(io::ErrorKind::ConnectionReset));
+    assert_eq!(proxied.lingers, [Some(Duration::ZERO); 2]);
+    assert_pipes(&pipes, mode, N as u64);
+}
+
+fn a_client_reset_mid_upload_reaches_the_backend_as_a_reset(mode: Mode) {
+    const N: usize = 100_000;
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    let backend = thread::spawn(move || read_to_end_or_error(&mut accept(&backends), N));
+    let client = thread::spawn(move || {
+        let mut socket = connect(addr);
+        socket.write_all(&pattern(0, N)).unwrap();
+        reset(socket); // what the kernel still holds is dropped
+    });
+
+    let pipes = mode.pipes();
+    let proxied = proxy(listener, backend_addr, Setup::new(&pipes));
+    client.join().unwrap();
+    // All that arrived, in order, then a reset: never a clean end.
+    let (got, end) = backend.join().unwrap();
+    assert!(got == pattern(0, got.len()), "bytes lost or reordered");
+    let kind = end.expect_err("a clean end of stream after a reset").kind();
+    assert_eq!(
+        kind,
+        io::ErrorKind::ConnectionReset,
+        "after {} bytes",
+        got.len()
+    );
+    assert_eq!(proxied.result, Err(io::ErrorKind::ConnectionReset));
+    assert_eq!(proxied.lingers, [Some(Duration::ZERO); 2]);
+    assert_pipes(&pipes, mode, got.len() as u64);
+}
+
+fn a_clean_end_stays_a_half_close_both_ways(mode: Mode, budget: Option<usize>) {
+    const M: usize = 100_000;
+    const K: usize = 50_000;
+    let tail = pattern(0, 300);
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    let backend = thread::spawn(move || {
+        let mut socket = accept(&backends);
+        let (upload, end) = read_to_end_or_error(&mut socket, 300 + M);
+        end.expect("a clean end of the upload");
+        // Only after the client's end: the answer crosses the half-close.
+        socket.write_all(&pattern(7, K)).unwrap();
+        socket.shutdown(Shutdown::Write).unwrap();
+        upload
+    });
+    let client = thread::spawn(move || {
+        let mut socket = connect(addr);
+        socket.write_all(&pattern(300, M)).unwrap();
+        socket.shutdown(Shutdown::Write).unwrap(); // FIN; the answer still comes
+        read_to_end_or_error(&mut socket, K)
+    });
+
+    let pipes = mode.pipes();
+    let setup = Setup {
+        tail: &tail,
+        budget,
+        ..Setup::new(&pipes)
+    };
+    let proxied = proxy(listener, backend_addr, setup);
+    let upload = backend.join().unwrap();
+    let (answer, end) = client.join().unwrap();
+    assert!(upload == pattern(0, 300 + M), "the tail, then the upload");
+    end.expect("a clean end of the answer");
+    assert!(answer == pattern(7, K), "the answer");
+    assert_eq!(proxied.result, Ok(((300 + M) as u64, K as u64)));
+    assert_eq!(proxied.lingers, [None; 2], "a clean end is no reset");
+    assert_pipes(&pipes, mode, (M + K) as u64);
+}
+
+fn a_failed_write_to_the_client_resets_the_backend(mode: Mode) {
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    // The client ends its side and goes away before anything flows: the
+    // tunnel reads its end (and half-closes the backend), then a write to
+    // it fails once its kernel has answered with a reset.
+    drop(connect(addr));
+    let backend = thread::spawn(move || write_until_error(&mut accept(&backends), 64 << 20));
+
+    let pipes = mode.pipes();
+    let proxied = proxy(listener, backend_addr, Setup::new(&pipes));
+    let error = backend.join().unwrap();
+    assert!(is_reset_or_broken_pipe(error.kind()), "{error}");
+    let kind = proxied.result.expect_err("a failed write is an error");
+    assert!(is_reset_or_broken_pipe(kind), "{kind:?}");
+    // The error the backend sees cannot tell a reset from a close after a
+    // half-close: that the tunnel set both sockets to reset on close is
+    // what says it.
+    assert_eq!(proxied.lingers, [Some(Duration::ZERO); 2]);
+    assert_pipes(&pipes, mode, 0);
+}
+
+fn a_backend_that_closes_early_ends_the_tunnel_with_both_sides_reset(mode: Mode) {
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    let backend = thread::spawn(move || {
+        let mut socket = accept(&backends);
+        let mut hello = [0; 5];
+        socket.read_exact(&mut hello).unwrap();
+        socket.write_all(b"bye").unwrap();
+        // A clean close while the client still uploads: the tunnel's next
+        // writes to it fail.
+        hello
+    });
+    let client = thread::spawn(move || {
+        let socket = connect(addr);
+        let mut reader = socket.try_clone().unwrap();
+        let answer = thread::spawn(move || read_to_end_or_error(&mut reader, 3));
+        let mut writer = socket;
+        let error = write_until_error(&mut writer, 64 << 20);
+        (answer.join().unwrap(), error)
+    });
+
+    let pipes = mode.pipes();
+    let setup = Setup {
+        tail: b"hello",
+        ..Setup::new(&pipes)
+    };
+    let proxied = proxy(listener, backend_addr, setup);
+    assert_eq!(&backend.join().unwrap(), b"hello");
+    let ((got, end), error) = client.join().unwrap();
+    // What arrived of the answer (a reset may overtake it: the kernel
+    // drops what its socket had not handed out), then the end or a reset.
+    assert!(b"bye".starts_with(&got), "{got:?}");
+    if let Err(e) = end {
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}");
+    }
+    assert!(is_reset_or_broken_pipe(error.kind()), "{error}");
+    let kind = proxied.result.expect_err("the upload failed");
+    assert!(is_reset_or_broken_pipe(kind), "{kind:?}");
+    assert_eq!(proxied.lingers, [Some(Duration::ZERO); 2]);
+    assert_pipes(&pipes, mode, 0);
+}
+
+fn an_idle_tunnel_times_out_and_both_sides_see_a_reset(mode: Mode) {
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    let backend = thread::spawn(move || {
+        let mut socket = accept(&backends);
+        let mut hello = [0; 5];
+        socket.read_exact(&mut hello).unwrap();
+        socket.write_all(b"hi").unwrap();
+        // Then nobody says anything.
+        (hello, read_to_end_or_error(&mut socket, 0))
+    });
+    let client = thread::spawn(move || {
+        let mut socket = connect(addr);
+        let mut hi = [0; 2];
+        socket.read_exact(&mut hi).unwrap();
+        (hi, read_to_end_or_error(&mut socket, 0))
+    });
+
+    let pipes = mode.pipes();
+    let setup = Setup {
+        tail: b"hello",
+        idle: Some(Duration::from_millis(200)),
+        ..Setup::new(&pipes)
+    };
+    let proxied = proxy(listener, backend_addr, setup);
+    assert_eq!(proxied.result, Err(io::ErrorKind::TimedOut));
+    assert_eq!(proxied.lingers, [Some(Duration::ZERO); 2]);
+    let (hello, (got, end)) = backend.join().unwrap();
+    assert_eq!((&hello, got.len()), (b"hello", 0));
+    assert_eq!(end.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+    let (hi, (got, end)) = client.join().unwrap();
+    assert_eq!((&hi, got.len()), (b"hi", 0));
+    assert_eq!(end.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+    assert_pipes(&pipes, mode, 2);
+}
+
+fn a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end(mode: Mode) {
+    const BYTES: usize = 40;
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    let backend = thread::spawn(move || {
+        let mut socket = accept(&backends);
+        let (got, end) = read_to_end_or_error(&mut socket, BYTES);
+        end.expect("a clean end of the upload");
+        socket.shutdown(Shutdown::Write).unwrap();
+        got
+    });
+    let client = thread::spawn(move || {
+        let mut socket = connect(addr);
+        for i in 0..BYTES {
+            socket.write_all(&pattern(i, 1)).unwrap();
+            thread::sleep(Duration::from_millis(25));
+        }
+        socket.shutdown(Shutdown::Write).unwrap();
+        read_to_end_or_error(&mut socket, 0)
+    });
+
+    let pipes = mode.pipes();
+    let setup = Setup {
+        // Far longer than the gaps between the client's bytes, and far
+        // shorter than the whole upload.
+        idle: Some(Duration::from_millis(500)),
+        ..Setup::new(&pipes)
+    };
+    let proxied = proxy(listener, backend_addr, setup);
+    assert_eq!(backend.join().unwrap(), pattern(0, BYTES));
+    let (answer, end) = client.join().unwrap();
+    assert!(answer.is_empty());
+    end.expect("a clean end");
+    assert_eq!(proxied.result, Ok((BYTES as u64, 0)));
+    assert_eq!(proxied.lingers, [None; 2]);
+    assert_pipes(&pipes, mode, BYTES as u64);
+}
+
+/// Each test, run in each [`Mode`].
+macro_rules! in_every_mode {
+    ($($test:ident $(($($arg:expr),*))?),* $(,)?) => {
+        mod splice {
+            $(#[test]
+            fn $test() {
+                super::$test(super::Mode::Splice $($(, $arg)*)?);
+            })*
+        }
+        mod fallback {
+            $(#[test]
+            fn $test() {
+                super::$test(super::Mode::Fallback $($(, $arg)*)?);
+            })*
+        }
+    };
+}
+
+in_every_mode!(
+    a_backend_reset_reaches_the_client_as_a_reset_after_its_bytes,
+    a_client_reset_mid_upload_reaches_the_backend_as_a_reset,
+    a_clean_end_stays_a_half_close_both_ways(None),
+    a_failed_write_to_the_client_resets_the_backend,
+    a_backend_that_closes_early_ends_the_tunnel_with_both_sides_reset,
+    an_idle_tunnel_times_out_and_both_sides_see_a_reset,
+    a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end,
+);
+
+#[test]
+fn a_small_budget_hands_back_often_and_loses_nothing() {
+    for mode in [Mode::Splice, Mode::Fallback] {
+        a_clean_end_stays_a_half_close_both_ways(mode, Some(1000));
+    }
+}
+
+#[test]
+fn pipes_are_bounded_reused_and_a_direction_without_one_copies() {
+    // One pipe for two directions: one splices, the other copies; the
+    // pipe is kept, empty, for the next tunnel, which starts on it.
+    let pipes = pool(1, 1);
+    a_clean_end_stays_a_half_close_both_ways_on(&pipes);
+    assert_eq!((pipes.open(), pipes.idle()), (1, 1));
+    let first = pipes.spliced();
+    assert!(first >= 50_000, "{first} bytes spliced");
+    a_clean_end_stays_a_half_close_both_ways_on(&pipes);
+    assert_eq!((pipes.open(), pipes.idle()), (1, 1));
+    assert!(pipes.spliced() >= first + 50_000);
+}
+
+/// A clean tunnel of 100 000 bytes up and 50 000 down on `pipes`.
+fn a_clean_end_stays_a_half_close_both_ways_on(pipes: &Pipes) {
+    const M: usize = 100_000;
+    const K: usize = 50_000;
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    let backend = thread::spawn(move || {
+        let mut socket = accept(&backends);
+        let (upload, end) = read_to_end_or_error(&mut socket, M);
+        end.unwrap();
+        socket.write_all(&pattern(7, K)).unwrap();
+        upload
+    });
+    let client = thread::spawn(move || {
+        let mut socket = connect(addr);
+        socket.write_all(&pattern(0, M)).unwrap();
+        socket.shutdown(Shutdown::Write).unwrap();
+        read_to_end_or_error(&mut socket, K)
+    });
+    let proxied = proxy(listener, backend_addr, Setup::new(pipes));
+    assert!(backend.join().unwrap() == pattern(0, M));
+    let (answer, end) = client.join().unwrap();
+    end.unwrap();
+    assert!(answer == pattern(7, K));
+    assert_eq!(proxied.result, Ok((M as u64, K as u64)));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_default_pool_leaves_most_descriptors_to_sockets() {
+    let pipes = Pipes::default();
+    assert!(pipes.max_open() > 0, "splice exists on Linux");
+    assert!(pipes.max_open() <= 4096);
+    assert_eq!((pipes.open(), pipes.idle(), pipes.spliced()), (0, 0, 0));
+}
