@@ -4,13 +4,15 @@
 //! bytes are queued on it. When that queue is full, the client's side stops
 //! reading until the sink's side has written. Both sides take the same
 //! `ConnConfig` (receive buffer, write queue; the harness sets no
-//! timeouts).
+//! timeouts). With `splice`, the first tunnel bytes stop the client's
+//! reads; once everything before them is written, both sockets leave their
+//! `Conn`s for a `Tunnel` that splices the rest.
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 
-use cleave_mio::Conn;
+use cleave_mio::{Conn, Pipes, Side, Tunnel};
 use cleave_proto::{Bytes, ConnConfig, Encoder, Event, Frame, Framed, Lines, Session};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
@@ -35,6 +37,9 @@ struct Pair {
     /// The client's side stopped reading: the sink's queue is full.
     paused: bool,
     inbound_done: bool,
+    /// Tunnel bytes came (with `splice`): the client's side reads no more,
+    /// and the sockets go to a `Tunnel` once the queue is written.
+    switching: bool,
 }
 
 /// Tokens: 2 * i for connection i's client side, 2 * i + 1 for its sink
@@ -53,6 +58,7 @@ pub(crate) fn run(
     connections: usize,
     session: impl Fn() -> Session<SocketAddr, Lines>,
     config: ConnConfig,
+    splice: bool,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let mut listener = TcpListener::from_std(listener);
@@ -60,6 +66,7 @@ pub(crate) fn run(
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)?;
     let mut pairs: Vec<Option<Pair>> = Vec::with_capacity(connections);
+    let mut tunnels: Vec<Option<Tunnel<TcpStream, TcpStream>>> = Vec::with_capacity(connections);
     let mut events = Events::with_capacity(1024);
     let mut out = Vec::new();
     let mut discard = Vec::new();
@@ -82,7 +89,9 @@ pub(crate) fn run(
                                 waiting: VecDeque::new(),
                                 paused: false,
                                 inbound_done: false,
+                                switching: false,
                             }));
+                            tunnels.push(None);
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                         Err(e) => return Err(e),
@@ -91,6 +100,26 @@ pub(crate) fn run(
                 continue;
             }
             let i = event.token().0 / 2;
+            if let Some(tunnel) = tunnels.get_mut(i).and_then(Option::as_mut) {
+                let side = if event.token() == client(i) {
+                    Side::Client
+                } else {
+                    Side::Backend
+                };
+                let mut more = tunnel.on_event(side, event);
+                while more {
+                    more = tunnel.on_ready();
+                }
+                if let Some(result) = tunnel.result() {
+                    if let Err(e) = result {
+                        return Err(io::Error::new(e.kind(), e.to_string()));
+                    }
+                    tunnel.deregister(poll.registry())?;
+                    tunnels[i] = None;
+                    finished += 1;
+                }
+                continue;
+            }
             let Some(pair) = pairs.get_mut(i).and_then(Option::as_mut) else {
                 continue;
             };
@@ -133,8 +162,14 @@ pub(crate) fn run(
                             Event::Frame(line) => pair.waiting.push_back(Out::Frame(
                                 lines.encode(line).map_err(io::Error::other)?,
                             )),
-                            Event::Tunnel(bytes) if !bytes.is_empty() => {
-                                pair.waiting.push_back(Out::Bytes(bytes));
+                            Event::Tunnel(bytes) => {
+                                if splice && !pair.switching {
+                                    pair.switching = true;
+                                    pair.inbound.pause_reading(true);
+                                }
+                                if !bytes.is_empty() {
+                                    pair.waiting.push_back(Out::Bytes(bytes));
+                                }
                             }
                             Event::Closed(_) => pair.inbound_done = true,
                             _ => {}
@@ -150,6 +185,35 @@ pub(crate) fn run(
                     break done;
                 }
             };
+            let flushed = pair
+                .outbound
+                .as_ref()
+                .is_some_and(|o| o.conn().queue().is_empty());
+            if pair.switching && pair.waiting.is_empty() && flushed {
+                let Some(pair) = pairs[i].take() else {
+                    unreachable!("the pair was there")
+                };
+                let (Some(mut outbound), mut inbound) = (pair.outbound, pair.inbound) else {
+                    unreachable!("a tunnel has its sink")
+                };
+                inbound.deregister(poll.registry())?;
+                outbound.deregister(poll.registry())?;
+                let (client_socket, conn) = inbound.into_parts();
+                assert!(
+                    conn.recv_buf().is_empty(),
+                    "every byte before the switch went out"
+                );
+                let (sink_socket, _) = outbound.into_parts();
+                let mut tunnel =
+                    Tunnel::new(client_socket, sink_socket, Bytes::new(), Pipes::global());
+                tunnel.register(poll.registry(), client(i), sink(i))?;
+                let mut more = tunnel.on_ready();
+                while more {
+                    more = tunnel.on_ready();
+                }
+                tunnels[i] = Some(tunnel);
+                continue;
+            }
             if done {
                 if let Some(outbound) = pair.outbound.as_mut() {
                     outbound.deregister(poll.registry())?;

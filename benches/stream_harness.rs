@@ -75,6 +75,8 @@ enum Variant {
     CleaveMio,
     /// The same, with buffers kept when a connection goes idle.
     CleaveMioKeep,
+    /// The same, the tunnel spliced by the kernel.
+    CleaveMioSplice,
     CleaveStd,
     BytesHandoff,
     ManualVec,
@@ -99,13 +101,14 @@ enum Variant {
 
 impl Variant {
     /// The variants of the routed scenarios.
-    const ROUTED: [Variant; 11] = [
+    const ROUTED: [Variant; 12] = [
         Variant::CleaveSameTask,
         Variant::CleaveSameTaskKeep,
         Variant::CleaveSplice,
         Variant::CleaveCrossTask,
         Variant::CleaveMio,
         Variant::CleaveMioKeep,
+        Variant::CleaveMioSplice,
         Variant::CleaveStd,
         Variant::BytesHandoff,
         Variant::ManualVec,
@@ -135,6 +138,7 @@ impl Variant {
             Variant::CleaveCrossTask => "cleave_cross_task",
             Variant::CleaveMio => "cleave_mio",
             Variant::CleaveMioKeep => "cleave_mio_keep",
+            Variant::CleaveMioSplice => "cleave_mio_splice",
             Variant::CleaveStd => "cleave_std",
             Variant::BytesHandoff => "bytes_handoff",
             Variant::ManualVec => "manual_vec",
@@ -167,6 +171,7 @@ impl Variant {
             Variant::CleaveMioKeep => {
                 "cleave-mio, buffers kept when idle (`release_when_idle(false)`)"
             }
+            Variant::CleaveMioSplice => "cleave-mio, then a `Tunnel` (splice(2) through pipes)",
             Variant::CleaveStd => "cleave-std `Stream`s, a thread per connection",
             Variant::BytesHandoff => "bytes-handoff `HandoffBuffer` + `WriteHandoff`",
             Variant::ManualVec => "hand-written `Vec<u8>` parser, direct writes",
@@ -198,7 +203,10 @@ impl Variant {
     fn on_tokio(self) -> bool {
         !matches!(
             self,
-            Variant::CleaveMio | Variant::CleaveMioKeep | Variant::CleaveStd
+            Variant::CleaveMio
+                | Variant::CleaveMioKeep
+                | Variant::CleaveMioSplice
+                | Variant::CleaveStd
         )
     }
 
@@ -450,8 +458,10 @@ fn proxy_main(variant: Variant, sink: SocketAddr, shape: Shape, threads: usize) 
     );
     let (user, system, _) = usage();
     match (variant, rt) {
-        (Variant::CleaveMio | Variant::CleaveMioKeep, _) => {
-            mio_proxy::run(listener, shape.connections, || session(sink), conn_config())
+        (Variant::CleaveMio | Variant::CleaveMioKeep | Variant::CleaveMioSplice, _) => {
+            let splice = variant == Variant::CleaveMioSplice;
+            let session = || session(sink);
+            mio_proxy::run(listener, shape.connections, session, conn_config(), splice)
                 .expect("mio proxy");
         }
         (Variant::CleaveStd, _) => {
@@ -500,7 +510,10 @@ async fn proxy(
         }
         Variant::CleaveSplice => cleave_same_task(inbound, sink, true).await,
         Variant::CleaveCrossTask => cleave_cross_task(inbound, sink).await,
-        Variant::CleaveMio | Variant::CleaveMioKeep | Variant::CleaveStd => {
+        Variant::CleaveMio
+        | Variant::CleaveMioKeep
+        | Variant::CleaveMioSplice
+        | Variant::CleaveStd => {
             unreachable!("runs without tokio")
         }
         Variant::BytesHandoff => bytes_handoff(inbound, connect(sink).await?, shape).await,
@@ -1323,10 +1336,11 @@ Options:
   --variants a,b,...   default: the scenario's own list (a scenario runs
                        those of the given ones that belong to it)
       routed:  cleave_same_task, cleave_same_task_keep, cleave_splice,
-               cleave_cross_task,
-               cleave_mio, cleave_mio_keep, cleave_std, bytes_handoff,
-               manual_vec, raw_copy, raw_splice
-               (_keep: buffers kept when a connection goes idle)
+               cleave_cross_task, cleave_mio, cleave_mio_keep,
+               cleave_mio_splice, cleave_std, bytes_handoff, manual_vec,
+               raw_copy, raw_splice
+               (_keep: buffers kept when a connection goes idle;
+               _splice: the tunnel moved by splice(2))
       checked: checked_none, checked_crc16, checked_crc32, checked_xxh3,
                forward_crc32, forward_xxh3 (headers kept, forwarded as they
                came), length_prefixed (no checksum field), manual_crc32
