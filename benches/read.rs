@@ -213,17 +213,17 @@ fn lines(c: &mut Criterion) {
         agree(
             "lines",
             &[
-                ("manual", manual_lines(&input, piece)),
+                ("manual", manual_lines(input, piece)),
                 (
                     "cleave",
-                    cleave_run(Lines::with_config(bare), config, &input, piece),
+                    cleave_run(Lines::with_config(bare), config, input, piece),
                 ),
-                ("handoff", handoff_lines(&input, piece)),
+                ("handoff", handoff_lines(input, piece)),
                 (
                     "LinesCodec",
                     tokio_run(
                         tokio_util::codec::LinesCodec::new(),
-                        &input,
+                        input,
                         piece,
                         String::len,
                     ),
@@ -231,25 +231,25 @@ fn lines(c: &mut Criterion) {
             ],
         );
         group.bench_function(BenchmarkId::new("manual_bytesmut", mode), |b| {
-            b.iter(|| manual_lines(&input, piece))
+            b.iter(|| manual_lines(input, piece))
         });
         group.bench_function(BenchmarkId::new("cleave_lines", mode), |b| {
-            b.iter(|| cleave_run(Lines::with_config(bare), config, &input, piece))
+            b.iter(|| cleave_run(Lines::with_config(bare), config, input, piece))
         });
         group.bench_function(BenchmarkId::new("cleave_lines_strip_cr", mode), |b| {
-            b.iter(|| cleave_run(Lines::new(), config, &input, piece))
+            b.iter(|| cleave_run(Lines::new(), config, input, piece))
         });
         group.bench_function(BenchmarkId::new("cleave_lines_utf8", mode), |b| {
-            b.iter(|| cleave_run(Lines::with_config(bare.utf8(true)), config, &input, piece))
+            b.iter(|| cleave_run(Lines::with_config(bare.utf8(true)), config, input, piece))
         });
         group.bench_function(BenchmarkId::new("handoff_buffer", mode), |b| {
-            b.iter(|| handoff_lines(&input, piece))
+            b.iter(|| handoff_lines(input, piece))
         });
         group.bench_function(BenchmarkId::new("tokio_lines_codec", mode), |b| {
             b.iter(|| {
                 tokio_run(
                     tokio_util::codec::LinesCodec::new(),
-                    &input,
+                    input,
                     piece,
                     String::len,
                 )
@@ -259,7 +259,7 @@ fn lines(c: &mut Criterion) {
             b.iter(|| {
                 let codec =
                     tokio_util::codec::AnyDelimiterCodec::new(b"\n".to_vec(), b"\n".to_vec());
-                tokio_run(codec, &input, piece, Bytes::len)
+                tokio_run(codec, input, piece, Bytes::len)
             })
         });
     }
