@@ -99,6 +99,7 @@ impl LaneQueue {
     /// `limit` bytes (or one write, if that is larger). The buffer grows by
     /// `block` bytes at a time (a run longer than that grows like any
     /// `BytesMut`), so a huge `limit` never reserves memory up front.
+    #[inline(always)]
     fn stage(&mut self, bytes: &[u8], limit: usize, block: usize) {
         if !self.staging.is_empty() && self.staging.len() + bytes.len() > limit {
             self.seal();
@@ -390,6 +391,7 @@ impl WriteQueue {
     /// The bytes come back in a [`Rejected`] with [`Refusal::Closed`] after
     /// [`close`](Self::close), or [`Refusal::Full`] when the lane is at its
     /// item or byte limit; nothing changes then.
+    #[inline]
     pub fn push(&mut self, bytes: Bytes) -> Result<Ticket, Rejected<Bytes, Refusal>> {
         self.push_in(Lane::Bulk, bytes)
     }
@@ -600,6 +602,7 @@ impl WriteQueue {
     }
 
     /// The limits of a lane: (items, bytes).
+    #[inline(always)]
     fn limits(&self, lane: Lane) -> (usize, usize) {
         match lane {
             Lane::Bulk => (self.config.max_items, self.config.max_bytes),
@@ -607,6 +610,7 @@ impl WriteQueue {
         }
     }
 
+    #[inline(always)]
     fn admit(&self, lane: Lane, len: usize) -> Result<(), Refusal> {
         if self.closed {
             return Err(Refusal::Closed);
@@ -623,7 +627,7 @@ impl WriteQueue {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_in(&mut self, lane: Lane, bytes: Bytes) -> Result<Ticket, Rejected<Bytes, Refusal>> {
         if let Err(e) = self.admit(lane, bytes.len()) {
             return Err(Rejected::new(e, bytes));
@@ -677,7 +681,7 @@ impl WriteQueue {
 
     /// Queues one non-empty payload: copied into the lane's run buffer when
     /// it is small, else kept as it is.
-    #[inline]
+    #[inline(always)]
     fn append(&mut self, lane: Lane, bytes: Bytes) {
         if bytes.len() < self.config.coalesce_below {
             self.stage(lane, &bytes);
@@ -703,7 +707,7 @@ impl WriteQueue {
     /// Copies bytes into the lane's run buffer. The bulk lane's buffer grows
     /// in blocks of 16 KiB (one block serves hundreds of small writes); the
     /// urgent lane's in blocks of 1 KiB, its writes being pings and closes.
-    #[inline]
+    #[inline(always)]
     fn stage(&mut self, lane: Lane, bytes: &[u8]) {
         let limit = self.config.coalesce_limit;
         let block = match lane {
