@@ -3,7 +3,9 @@
 //! same shape as bytes-handoff's own bench (a current-thread runtime, a
 //! producer task that pushes everything, a queue large enough for all of
 //! it, then a barrier). The same-task `Writer` and a direct `write_all` are
-//! the lower bounds.
+//! the lower bounds. A second group runs the fire-and-forget hand-offs on a
+//! two-worker runtime, where the producer and the writer run on different
+//! threads and contend for the queue.
 //!
 //! Run: `cargo bench -p cleave-benches --bench handoff`.
 
@@ -185,7 +187,28 @@ fn direct(rt: &Runtime, chunk: &Bytes) -> usize {
     })
 }
 
+fn multi_thread() -> Runtime {
+    Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 fn cross_task(c: &mut Criterion) {
+    let mt = multi_thread();
+    for size in [64usize, 16 * 1024] {
+        let chunk = Bytes::from(vec![7u8; size]);
+        let mut group = c.benchmark_group(format!("cross_task_2_workers_{size}B_x10k"));
+        group.throughput(Throughput::Elements(PUSHES as u64));
+        group.bench_function("cleave_handle_fire_and_forget", |b| {
+            b.iter(|| cleave_handle(&mt, &chunk, Completion::FireAndForget))
+        });
+        group.bench_function("handoff_fire_and_forget", |b| {
+            b.iter(|| handoff(&mt, &chunk, Completion::FireAndForget))
+        });
+        group.finish();
+    }
     let rt = runtime();
     for size in [64usize, 16 * 1024] {
         let chunk = Bytes::from(vec![7u8; size]);
