@@ -23,6 +23,7 @@
 //! | a routed connection (PROXY header, sniffing, frames, tunnel) | `Conn<S, cleave_proto::Session<T, D>>`: events are [`cleave_proto::Event`]s |
 //! | a protocol of your own (it may answer on the urgent lane itself: a pong) | `Conn<S, P>` for any [`cleave_proto::Protocol`] |
 //! | a raw tunnel after a routing decision or a marker | [`Conn::switch`] to [`cleave_proto::Raw`] |
+//! | a raw tunnel between two sockets, moved by the kernel (splice(2) on Linux) | `Tunnel` (unix), with pipes from [`Pipes::global`] |
 //! | idle, opening, frame and tunnel timeouts | [`Conn::with_config`] with a [`cleave_proto::ConnConfig`]; they end in [`cleave_proto::Error::TimedOut`] |
 //! | answers, and the end of your side | [`Conn::conn_mut`] then the core's `push` (bulk) or `push_urgent`; [`Conn::close`], [`Conn::reset`] |
 //! | what to register for | [`Conn::update_registration`] (or [`Conn::interest`]) |

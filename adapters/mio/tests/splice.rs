@@ -20,9 +20,9 @@ use cleave_proto::Bytes;
 use mio::net::TcpStream;
 use mio::{Events, Poll, Token};
 
-/// The blocking sockets' timeouts and the proxy loop's bound: a safety
-/// net, never what a test asserts.
-const STUCK: Duration = Duration::from_secs(30);
+#[path = "support/net.rs"]
+mod net;
+use net::{accept, connect, listen, pattern, read_to_end_or_error, reset, STUCK};
 
 /// How the proxy's tunnel moves its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,11 +49,6 @@ fn pool(max_open: usize, max_idle: usize) -> Pipes {
             .max_open(Some(max_open))
             .max_idle(max_idle),
     )
-}
-
-/// The byte at `offset` of every stream here: a gap or a reordering shows.
-fn pattern(offset: usize, len: usize) -> Vec<u8> {
-    (offset..offset + len).map(|i| (i % 251) as u8).collect()
 }
 
 /// What the proxy saw.
@@ -133,52 +128,6 @@ fn proxy(listener: std::net::TcpListener, backend: SocketAddr, setup: Setup<'_>)
     tunnel.deregister(poll.registry()).unwrap();
     drop(tunnel); // the sockets close, dropped, not shut down
     Proxied { result, lingers }
-}
-
-fn listen() -> (std::net::TcpListener, SocketAddr) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    (listener, addr)
-}
-
-fn connect(addr: SocketAddr) -> std::net::TcpStream {
-    let socket = std::net::TcpStream::connect(addr).unwrap();
-    socket.set_read_timeout(Some(STUCK)).unwrap();
-    socket.set_write_timeout(Some(STUCK)).unwrap();
-    socket
-}
-
-fn accept(listener: &std::net::TcpListener) -> std::net::TcpStream {
-    let (socket, _) = listener.accept().unwrap();
-    socket.set_read_timeout(Some(STUCK)).unwrap();
-    socket.set_write_timeout(Some(STUCK)).unwrap();
-    socket
-}
-
-/// Closes `socket` with a RST.
-fn reset(socket: std::net::TcpStream) {
-    socket2::SockRef::from(&socket)
-        .set_linger(Some(Duration::ZERO))
-        .unwrap();
-}
-
-/// Reads until the end of the stream (`Ok`) or an error, at most `max`
-/// bytes.
-fn read_to_end_or_error(socket: &mut std::net::TcpStream, max: usize) -> (Vec<u8>, io::Result<()>) {
-    let (mut got, mut buf) = (Vec::new(), vec![0; 64 * 1024]);
-    // Each read gets a byte at least, but the end.
-    for _ in 0..=max {
-        match socket.read(&mut buf) {
-            Ok(0) => return (got, Ok(())),
-            Ok(n) => {
-                got.extend_from_slice(&buf[..n]);
-                assert!(got.len() <= max, "more bytes than were sent: {}", got.len());
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return (got, Err(e)),
-        }
-    }
-    panic!("no end after {} bytes", got.len());
 }
 
 /// Writes `chunk` until a write fails; the error.
@@ -283,6 +232,14 @@ fn a_client_reset_mid_upload_reaches_the_backend_as_a_reset(mode: Mode) {
 }
 
 fn a_clean_end_stays_a_half_close_both_ways(mode: Mode, budget: Option<usize>) {
+    let pipes = mode.pipes();
+    clean_tunnel(&pipes, budget);
+    assert_pipes(&pipes, mode, (100_000 + 50_000) as u64);
+}
+
+/// A tunnel of 300 tail bytes and 100 000 up, then 50 000 down after the
+/// client's end, on `pipes`: everything arrives, both ends stay clean.
+fn clean_tunnel(pipes: &Pipes, budget: Option<usize>) {
     const M: usize = 100_000;
     const K: usize = 50_000;
     let tail = pattern(0, 300);
@@ -304,11 +261,10 @@ fn a_clean_end_stays_a_half_close_both_ways(mode: Mode, budget: Option<usize>) {
         read_to_end_or_error(&mut socket, K)
     });
 
-    let pipes = mode.pipes();
     let setup = Setup {
         tail: &tail,
         budget,
-        ..Setup::new(&pipes)
+        ..Setup::new(pipes)
     };
     let proxied = proxy(listener, backend_addr, setup);
     let upload = backend.join().unwrap();
@@ -318,7 +274,6 @@ fn a_clean_end_stays_a_half_close_both_ways(mode: Mode, budget: Option<usize>) {
     assert!(answer == pattern(7, K), "the answer");
     assert_eq!(proxied.result, Ok(((300 + M) as u64, K as u64)));
     assert_eq!(proxied.lingers, [None; 2], "a clean end is no reset");
-    assert_pipes(&pipes, mode, (M + K) as u64);
 }
 
 fn a_failed_write_to_the_client_resets_the_backend(mode: Mode) {
@@ -499,40 +454,13 @@ fn pipes_are_bounded_reused_and_a_direction_without_one_copies() {
     // One pipe for two directions: one splices, the other copies; the
     // pipe is kept, empty, for the next tunnel, which starts on it.
     let pipes = pool(1, 1);
-    a_clean_end_stays_a_half_close_both_ways_on(&pipes);
+    clean_tunnel(&pipes, None);
     assert_eq!((pipes.open(), pipes.idle()), (1, 1));
     let first = pipes.spliced();
     assert!(first >= 50_000, "{first} bytes spliced");
-    a_clean_end_stays_a_half_close_both_ways_on(&pipes);
+    clean_tunnel(&pipes, None);
     assert_eq!((pipes.open(), pipes.idle()), (1, 1));
     assert!(pipes.spliced() >= first + 50_000);
-}
-
-/// A clean tunnel of 100 000 bytes up and 50 000 down on `pipes`.
-fn a_clean_end_stays_a_half_close_both_ways_on(pipes: &Pipes) {
-    const M: usize = 100_000;
-    const K: usize = 50_000;
-    let (listener, addr) = listen();
-    let (backends, backend_addr) = listen();
-    let backend = thread::spawn(move || {
-        let mut socket = accept(&backends);
-        let (upload, end) = read_to_end_or_error(&mut socket, M);
-        end.unwrap();
-        socket.write_all(&pattern(7, K)).unwrap();
-        upload
-    });
-    let client = thread::spawn(move || {
-        let mut socket = connect(addr);
-        socket.write_all(&pattern(0, M)).unwrap();
-        socket.shutdown(Shutdown::Write).unwrap();
-        read_to_end_or_error(&mut socket, K)
-    });
-    let proxied = proxy(listener, backend_addr, Setup::new(pipes));
-    assert!(backend.join().unwrap() == pattern(0, M));
-    let (answer, end) = client.join().unwrap();
-    end.unwrap();
-    assert!(answer == pattern(7, K));
-    assert_eq!(proxied.result, Ok((M as u64, K as u64)));
 }
 
 #[cfg(target_os = "linux")]

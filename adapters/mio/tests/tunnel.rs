@@ -3,7 +3,7 @@
 //! side reaches the other as a reset after the bytes that made it, a clean
 //! end stays a half-close, and a failed write resets the backend.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::thread;
 use std::time::Duration;
@@ -14,10 +14,12 @@ use cleave_proto::{Bytes, ConnConfig, Event, Session, SessionConfig, WriteQueueC
 use mio::net::TcpStream;
 use mio::{Events, Poll, Token};
 
+#[path = "support/net.rs"]
+mod net;
+use net::{accept, connect, listen, pattern, read_to_end_or_error, reset};
+
 /// A poll that found nothing for this long means the test is stuck.
 const STALLED: Duration = Duration::from_secs(20);
-/// The blocking sockets' timeouts: a safety net, never what a test asserts.
-const STUCK: Duration = Duration::from_secs(30);
 /// More polls than any of these streams takes.
 const MAX_POLLS: usize = 100_000;
 
@@ -27,11 +29,6 @@ const BACKEND: usize = 1;
 /// One side of the tunnel: a session whose router has no rules decides on
 /// no bytes, so every byte comes out as `Event::Tunnel`.
 type Side = Conn<TcpStream, Session<()>>;
-
-/// The byte at `offset` of every stream here: a gap or a reordering shows.
-fn pattern(offset: usize, len: usize) -> Vec<u8> {
-    (offset..offset + len).map(|i| (i % 251) as u8).collect()
-}
 
 /// A side stops reading while the other side's queue holds this much, and
 /// resumes when it holds less: one read call adds at most its budget and a
@@ -224,52 +221,6 @@ fn proxy(listener: std::net::TcpListener, backend: SocketAddr) -> Proxied {
         }
     }
     panic!("no end after {MAX_POLLS} polls");
-}
-
-fn listen() -> (std::net::TcpListener, SocketAddr) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    (listener, addr)
-}
-
-fn connect(addr: SocketAddr) -> std::net::TcpStream {
-    let socket = std::net::TcpStream::connect(addr).unwrap();
-    socket.set_read_timeout(Some(STUCK)).unwrap();
-    socket.set_write_timeout(Some(STUCK)).unwrap();
-    socket
-}
-
-fn accept(listener: &std::net::TcpListener) -> std::net::TcpStream {
-    let (socket, _) = listener.accept().unwrap();
-    socket.set_read_timeout(Some(STUCK)).unwrap();
-    socket.set_write_timeout(Some(STUCK)).unwrap();
-    socket
-}
-
-/// Closes `socket` with a RST.
-fn reset(socket: std::net::TcpStream) {
-    socket2::SockRef::from(&socket)
-        .set_linger(Some(Duration::ZERO))
-        .unwrap();
-}
-
-/// Reads until the end of the stream (`Ok`) or an error, at most `max`
-/// bytes.
-fn read_to_end_or_error(socket: &mut std::net::TcpStream, max: usize) -> (Vec<u8>, io::Result<()>) {
-    let (mut got, mut buf) = (Vec::new(), vec![0; 64 * 1024]);
-    // Each read gets a byte at least, but the end.
-    for _ in 0..=max {
-        match socket.read(&mut buf) {
-            Ok(0) => return (got, Ok(())),
-            Ok(n) => {
-                got.extend_from_slice(&buf[..n]);
-                assert!(got.len() <= max, "more bytes than were sent: {}", got.len());
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return (got, Err(e)),
-        }
-    }
-    panic!("no end after {} bytes", got.len());
 }
 
 #[test]

@@ -26,6 +26,7 @@
 //! | other tasks write to a connection | [`spawn_writer`] → [`WriteHandle`] (clone it; also a `Sink`) |
 //! | any protocol, its events in one task, writes from many (next to the protocol's replies) | [`spawn_connection`] → [`Events`], [`ConnHandle`] (clone it) |
 //! | the raw part after a hand-off | [`tunnel`], [`tunnel_with`] (an idle timeout) |
+//! | the same between two sockets, moved by the kernel (splice(2) on Linux) | `splice_tunnel` with [`Pipes::global`] (unix) |
 //! | an existing `tokio_util::codec::Framed` | `TokioCodec` (feature `codec`) |
 //!
 //! # Same task or cross task?

@@ -208,9 +208,7 @@ impl Lines {
         let window = self.window();
         let end = data.len().min(window);
         // Resume where the last search of this line stopped. The offset
-        // first: after a frame it has moved, and the check ends there (the
-        // tuple's comparison, stream first, cost a tenth of a 64-byte
-        // line's decoding).
+        // first: after a frame it has moved, and the check ends there.
         let start = if self.scanned.1 == buf.offset() && self.scanned.0 == buf.stream() {
             self.scanned.2.min(end)
         } else {
