@@ -140,15 +140,14 @@
 mod conn;
 mod conns;
 mod error;
-mod pipes;
 mod socket;
 #[cfg(unix)]
 mod tunnel;
 
+pub use cleave_splice::{Pipes, PipesConfig};
 pub use conn::{Conn, ReadOutcome, DEFAULT_READ_BUDGET};
 pub use conns::{Accepted, Conns};
 pub use error::ConnError;
-pub use pipes::{Pipes, PipesConfig};
 pub use socket::Socket;
 #[cfg(unix)]
 pub use tunnel::{Side, Tunnel, DEFAULT_TUNNEL_BUDGET};

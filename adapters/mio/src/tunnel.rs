@@ -9,8 +9,8 @@ use cleave_proto::Bytes;
 use mio::event::{Event, Source};
 use mio::{Interest, Registry, Token};
 
-use crate::pipes::{sys, Lease, Pipes};
 use crate::Socket;
+use cleave_splice::{is_unsupported, Lease, Pipes};
 
 /// Each direction's buffer when it copies.
 const BUF_SIZE: usize = 16 * 1024;
@@ -353,7 +353,7 @@ enum Via {
 impl std::fmt::Debug for Via {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Via::Pipe(lease) => f.debug_struct("Pipe").field("len", &lease.len).finish(),
+            Via::Pipe(lease) => f.debug_struct("Pipe").field("len", &lease.len()).finish(),
             Via::Copy { start, end, .. } => {
                 f.debug_struct("Copy").field("len", &(end - start)).finish()
             }
@@ -373,7 +373,7 @@ impl Via {
     /// Bytes read and not yet written.
     fn pending(&self) -> usize {
         match self {
-            Via::Pipe(lease) => lease.len,
+            Via::Pipe(lease) => lease.len(),
             Via::Copy { start, end, .. } => end - start,
         }
     }
@@ -420,7 +420,7 @@ impl Way {
                 }
                 let result = if self.tail.is_empty() {
                     match &mut self.via {
-                        Via::Pipe(lease) => lease.pipe().drain(writer.as_fd(), lease.len),
+                        Via::Pipe(lease) => lease.drain(writer.as_fd()),
                         Via::Copy { buf, start, end } => writer.write(&buf[*start..*end]),
                     }
                 } else {
@@ -447,17 +447,15 @@ impl Way {
                 return Ok(Step::Blocked);
             }
             let result = match &mut self.via {
-                Via::Pipe(lease) => lease.pipe().fill(reader.as_fd()),
+                Via::Pipe(lease) => lease.fill(reader.as_fd()),
                 Via::Copy { buf, .. } => reader.read(buf),
             };
             match result {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
                     match &mut self.via {
-                        Via::Pipe(lease) => {
-                            lease.len = n;
-                            self.spliced = true;
-                        }
+                        // The lease counts what it holds.
+                        Via::Pipe(_) => self.spliced = true,
                         Via::Copy { start, end, .. } => (*start, *end) = (0, n),
                     }
                     self.moved = true;
@@ -478,16 +476,16 @@ impl Way {
 
     /// Whether `error` is the first splice refused: copy instead.
     fn refused(&self, error: &io::Error) -> bool {
-        matches!(self.via, Via::Pipe(_)) && !self.spliced && sys::unsupported(error)
+        matches!(self.via, Via::Pipe(_)) && !self.spliced && is_unsupported(error)
     }
 
     /// `n` bytes were written: from the tail first, then from what was
     /// read.
     fn wrote(&mut self, n: usize) {
         if self.tail.is_empty() {
-            match &mut self.via {
-                Via::Pipe(lease) => lease.drained(n),
-                Via::Copy { start, end, .. } => *start = (*start + n).min(*end),
+            // A lease counts what it drained itself.
+            if let Via::Copy { start, end, .. } = &mut self.via {
+                *start = (*start + n).min(*end);
             }
         } else {
             self.tail = self.tail.slice(n.min(self.tail.len())..);
@@ -506,7 +504,7 @@ mod tests {
     use std::os::fd::BorrowedFd;
 
     use super::*;
-    use crate::PipesConfig;
+    use cleave_splice::PipesConfig;
 
     /// A socket in memory whose descriptor is a directory's: every splice
     /// from it fails with `EINVAL`, as from a socket splice(2) cannot read.

@@ -98,7 +98,6 @@ mod drain;
 mod entropy;
 mod error;
 mod fill;
-mod pipes;
 mod reset;
 mod spawn;
 #[cfg(unix)]
@@ -107,12 +106,12 @@ mod timer;
 mod tunnel;
 mod writer;
 
+pub use cleave_splice::{Pipes, PipesConfig};
 #[cfg(feature = "codec")]
 pub use codec::TokioCodec;
 pub use conn::{Connection, FrameReader, SessionReader};
 pub use entropy::OsEntropy;
 pub use error::{ConnError, WriteError};
-pub use pipes::{Pipes, PipesConfig};
 pub use reset::Reset;
 pub use spawn::{spawn_connection, spawn_writer, ConnHandle, Events, WriteHandle};
 #[cfg(unix)]

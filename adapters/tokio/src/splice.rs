@@ -9,9 +9,9 @@ use std::task::{Context, Poll};
 use cleave_proto::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, Interest};
 
-use crate::pipes::{sys, Lease, Pipes};
 use crate::reset::Reset;
 use crate::tunnel::{both_ways, reset_both_on_error, Direction, Idle, Move, TunnelConfig};
+use cleave_splice::{is_unsupported, Lease, Pipes};
 
 /// A socket registered with tokio whose bytes splice(2) can move: its
 /// descriptor, its readiness, and a way to try an operation on it that
@@ -236,14 +236,12 @@ impl PipeDirection {
             }
         }
         loop {
-            if self.lease.len > 0 {
+            if !self.lease.is_empty() {
                 ready!(writer.poll_write_ready(cx));
-                let pipe = self.lease.pipe();
-                let len = self.lease.len;
-                match writer.try_io(Interest::WRITABLE, || pipe.drain(writer.as_fd(), len)) {
+                let lease = &mut self.lease;
+                match writer.try_io(Interest::WRITABLE, || lease.drain(writer.as_fd())) {
                     Ok(0) => return Step::Done(Poll::Ready(Err(io::ErrorKind::WriteZero.into()))),
                     Ok(n) => {
-                        self.lease.drained(n);
                         self.written += n as u64;
                         self.moved = true;
                     }
@@ -257,16 +255,15 @@ impl PipeDirection {
                 return Step::Done(Poll::Ready(Ok(self.written)));
             }
             ready!(reader.poll_read_ready(cx));
-            let pipe = self.lease.pipe();
-            match reader.try_io(Interest::READABLE, || pipe.fill(reader.as_fd())) {
+            let lease = &mut self.lease;
+            match reader.try_io(Interest::READABLE, || lease.fill(reader.as_fd())) {
                 Ok(0) => self.eof = true,
-                Ok(n) => {
-                    self.lease.len = n;
+                Ok(_) => {
                     self.spliced = true;
                     self.moved = true;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if !self.spliced && sys::unsupported(&e) => return Step::Unsupported,
+                Err(e) if !self.spliced && is_unsupported(&e) => return Step::Unsupported,
                 Err(e) => return Step::Done(Poll::Ready(Err(e))),
             }
         }
@@ -282,7 +279,7 @@ mod tests {
     use tokio::io::ReadBuf;
 
     use super::*;
-    use crate::PipesConfig;
+    use cleave_splice::PipesConfig;
 
     /// A stream in memory whose descriptor is a directory's: every splice
     /// from it fails with `EINVAL`, as from a socket splice(2) cannot read.

@@ -1,7 +1,37 @@
-//! [`Pipes`]: the pipes a [`splice_tunnel`](crate::splice_tunnel) moves
-//! bytes through, bounded and reused.
+//! cleave-splice: the pipes of cleave's kernel-side tunnels.
+//!
+//! A tunnel direction moves its bytes socket -> pipe -> socket with
+//! splice(2), so they never enter user space. This crate holds what
+//! cleave-tokio's `splice_tunnel` and cleave-mio's `Tunnel` share: a
+//! bounded pool of pipes ([`Pipes`]) that keeps the empty ones for the next
+//! tunnel, and the two calls a direction makes on the pipe it leases
+//! ([`Lease::fill`], [`Lease::drain`]). It does no waiting: the adapters
+//! bring the readiness (tokio's, or a mio loop's).
+//!
+//! ```text
+//!   Pipes::lease() ──> Lease
+//!   socket ──Lease::fill──> pipe ──Lease::drain──> socket     (non-blocking)
+//!   drop(Lease)  ──> back to the pool if empty, closed otherwise
+//! ```
+//!
+//! A direction fills the pipe only when it is empty: then a fill that
+//! would block says the socket has nothing, never that the pipe is full,
+//! and the readiness it clears is the socket's.
+//!
+//! Where splice(2) does not exist (not Linux), a pool opens no pipe:
+//! [`Pipes::lease`] returns `None` and the adapters copy.
+
+#![warn(missing_docs, unreachable_pub)]
+#![warn(clippy::must_use_candidate, clippy::return_self_not_must_use)]
+#![forbid(unsafe_code)]
+
+/// This crate's README, its example compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 use std::fmt;
+use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -14,7 +44,7 @@ const DEFAULT_MAX_IDLE: usize = 64;
 /// Configuration of a [`Pipes`] pool.
 ///
 /// ```
-/// use cleave_tokio::PipesConfig;
+/// use cleave_splice::PipesConfig;
 ///
 /// // HAProxy's `maxpipes 1000` and `tune.pipesize 262144`.
 /// let config = PipesConfig::default().max_open(Some(1000)).size(Some(256 * 1024));
@@ -40,8 +70,8 @@ impl Default for PipesConfig {
 impl PipesConfig {
     /// The most pipes open at once, in use and idle (each is two file
     /// descriptors; a spliced tunnel uses one per direction). A tunnel
-    /// direction that finds none left copies through user space instead,
-    /// as [`tunnel`](crate::tunnel) does. Default (`None`): a quarter of
+    /// direction that finds none left copies through user space instead.
+    /// Default (`None`): a quarter of
     /// the process's descriptor limit (`RLIMIT_NOFILE`, its soft value when
     /// the pool is made), at most 4096, so that pipes never take the
     /// descriptors the listener needs (HAProxy's `maxpipes` defaults to a
@@ -91,7 +121,7 @@ impl PipesConfig {
     }
 }
 
-/// A pool of pipes for [`splice_tunnel`](crate::splice_tunnel): at most
+/// A pool of pipes for kernel-side tunnels: at most
 /// [`max_open`](PipesConfig::max_open) open at once, the empty ones kept
 /// for the next tunnel.
 ///
@@ -196,8 +226,10 @@ impl Pipes {
     }
 
     /// An idle pipe, or a new one within the limit; `None` when the limit
-    /// is reached or the system refuses a pipe (out of descriptors, say).
-    pub(crate) fn lease(&self) -> Option<Lease> {
+    /// is reached, the system refuses a pipe (out of descriptors, say), or
+    /// there is no splice(2) here.
+    #[must_use]
+    pub fn lease(&self) -> Option<Lease> {
         let inner = &*self.inner;
         let kept = inner
             .idle
@@ -245,28 +277,82 @@ impl Pipes {
     }
 }
 
-/// A pipe taken from a pool, given back when dropped: kept if it is empty,
-/// closed if bytes were left in it (a failed tunnel).
-pub(crate) struct Lease {
+/// A pipe taken from a [`Pipes`] pool, given back when dropped: kept if it
+/// is empty, closed if bytes were left in it (a failed tunnel).
+pub struct Lease {
     pipes: Pipes,
     pipe: Option<sys::Pipe>,
     /// Bytes in the pipe.
-    pub(crate) len: usize,
+    len: usize,
+}
+
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Lease {
-    pub(crate) fn pipe(&self) -> &sys::Pipe {
+    /// Bytes in the pipe: filled and not yet drained.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the pipe is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[cfg(unix)]
+    fn pipe(&self) -> &sys::Pipe {
         self.pipe
             .as_ref()
             .expect("a lease holds its pipe until dropped")
     }
 
-    /// `n` bytes left the pipe.
-    pub(crate) fn drained(&mut self, n: usize) {
+    /// Moves what `socket` has, as much as the pipe takes, into the pipe,
+    /// without blocking: `Ok(0)` at the end of the socket's stream,
+    /// `WouldBlock` when it has nothing (or, if the pipe was not empty,
+    /// when the pipe is full). Fill an empty pipe only, so that
+    /// `WouldBlock` is the socket's.
+    ///
+    /// # Errors
+    ///
+    /// What splice(2) says: `WouldBlock`, the socket's own errors, and
+    /// those [`is_unsupported`] recognises for a socket splice cannot read.
+    #[cfg(unix)]
+    pub fn fill(&mut self, socket: impl std::os::fd::AsFd) -> io::Result<usize> {
+        let n = self.pipe().fill(socket)?;
+        self.len += n;
+        Ok(n)
+    }
+
+    /// Moves the pipe's bytes, as many as `socket` takes, into `socket`,
+    /// without blocking; `WouldBlock` when it takes none.
+    ///
+    /// # Errors
+    ///
+    /// What splice(2) says: `WouldBlock`, or the socket's own errors.
+    #[cfg(unix)]
+    pub fn drain(&mut self, socket: impl std::os::fd::AsFd) -> io::Result<usize> {
+        let n = self.pipe().drain(socket, self.len)?;
         self.len -= n.min(self.len);
         let spliced = &self.pipes.inner.spliced;
         spliced.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
     }
+}
+
+/// Whether a failed [`Lease::fill`] says splice(2) cannot read this socket
+/// (`EINVAL`, `ENOSYS`, `EOPNOTSUPP`), rather than that the connection
+/// failed: copy instead.
+#[must_use]
+pub fn is_unsupported(error: &io::Error) -> bool {
+    sys::unsupported(error)
 }
 
 impl Drop for Lease {
@@ -279,23 +365,23 @@ impl Drop for Lease {
 
 /// splice(2) and pipes, where they exist.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) mod sys {
+mod sys {
     use std::io;
     use std::os::fd::{AsFd, OwnedFd};
 
     use rustix::pipe::{self, PipeFlags, SpliceFlags};
 
-    pub(crate) const SPLICE: bool = true;
+    pub(super) const SPLICE: bool = true;
 
     /// A pipe: its read end and its write end, both non-blocking.
-    pub(crate) struct Pipe {
+    pub(super) struct Pipe {
         read: OwnedFd,
         write: OwnedFd,
         size: usize,
     }
 
     impl Pipe {
-        pub(crate) fn new(size: Option<usize>) -> io::Result<Self> {
+        pub(super) fn new(size: Option<usize>) -> io::Result<Self> {
             let (read, write) = pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
             let size = match size {
                 Some(bytes) => pipe::fcntl_setpipe_size(&write, bytes)?,
@@ -306,7 +392,7 @@ pub(crate) mod sys {
 
         /// Moves what `socket` has, as much as the pipe takes, into the
         /// pipe; 0 at the end of the stream.
-        pub(crate) fn fill(&self, socket: impl AsFd) -> io::Result<usize> {
+        pub(super) fn fill(&self, socket: impl AsFd) -> io::Result<usize> {
             let flags = SpliceFlags::NONBLOCK | SpliceFlags::MOVE;
             Ok(pipe::splice(
                 socket,
@@ -319,7 +405,7 @@ pub(crate) mod sys {
         }
 
         /// Moves up to `len` bytes of the pipe into `socket`.
-        pub(crate) fn drain(&self, socket: impl AsFd, len: usize) -> io::Result<usize> {
+        pub(super) fn drain(&self, socket: impl AsFd, len: usize) -> io::Result<usize> {
             let flags = SpliceFlags::NONBLOCK | SpliceFlags::MOVE;
             Ok(pipe::splice(&self.read, None, socket, None, len, flags)?)
         }
@@ -327,7 +413,7 @@ pub(crate) mod sys {
 
     /// Whether a failed splice says it cannot be done on this socket
     /// (rather than that the connection failed).
-    pub(crate) fn unsupported(error: &io::Error) -> bool {
+    pub(super) fn unsupported(error: &io::Error) -> bool {
         use rustix::io::Errno;
         [Errno::INVAL, Errno::NOSYS, Errno::OPNOTSUPP]
             .iter()
@@ -335,7 +421,7 @@ pub(crate) mod sys {
     }
 
     /// `RLIMIT_NOFILE`'s soft value.
-    pub(crate) fn descriptor_limit() -> usize {
+    pub(super) fn descriptor_limit() -> usize {
         use rustix::process::{getrlimit, Resource};
         getrlimit(Resource::Nofile)
             .current
@@ -345,32 +431,141 @@ pub(crate) mod sys {
 
 /// No splice here: no pool ever opens a pipe.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub(crate) mod sys {
+mod sys {
     use std::io;
 
-    pub(crate) const SPLICE: bool = false;
+    pub(super) const SPLICE: bool = false;
 
-    pub(crate) enum Pipe {}
+    pub(super) enum Pipe {}
 
     impl Pipe {
-        pub(crate) fn new(_: Option<usize>) -> io::Result<Self> {
+        pub(super) fn new(_: Option<usize>) -> io::Result<Self> {
             Err(io::ErrorKind::Unsupported.into())
         }
 
-        pub(crate) fn fill<S>(&self, _: S) -> io::Result<usize> {
+        pub(super) fn fill<S>(&self, _: S) -> io::Result<usize> {
             match *self {}
         }
 
-        pub(crate) fn drain<S>(&self, _: S, _: usize) -> io::Result<usize> {
+        pub(super) fn drain<S>(&self, _: S, _: usize) -> io::Result<usize> {
             match *self {}
         }
     }
 
-    pub(crate) fn unsupported(_: &io::Error) -> bool {
+    pub(super) fn unsupported(_: &io::Error) -> bool {
         true
     }
 
-    pub(crate) fn descriptor_limit() -> usize {
+    pub(super) fn descriptor_limit() -> usize {
         0
+    }
+}
+
+#[cfg(all(test, any(target_os = "linux", target_os = "android")))]
+mod tests {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    use super::*;
+
+    fn pool(max_open: usize, max_idle: usize) -> Pipes {
+        Pipes::new(
+            PipesConfig::default()
+                .max_open(Some(max_open))
+                .max_idle(max_idle),
+        )
+    }
+
+    /// A connected pair of non-blocking Unix sockets.
+    fn pair() -> (UnixStream, UnixStream) {
+        let (a, b) = UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        b.set_nonblocking(true).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn a_lease_moves_bytes_socket_to_pipe_to_socket_and_counts_them() {
+        let pipes = pool(1, 1);
+        let (mut client, from) = pair();
+        let (to, mut sink) = pair();
+        let mut lease = pipes.lease().expect("one pipe");
+        // Nothing yet: the socket says so.
+        let e = lease.fill(&from).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+
+        client.write_all(b"through the kernel").unwrap();
+        assert_eq!(lease.fill(&from).unwrap(), 18);
+        assert_eq!((lease.len(), lease.is_empty()), (18, false));
+        assert_eq!(lease.drain(&to).unwrap(), 18);
+        assert!(lease.is_empty());
+        let mut got = [0; 18];
+        sink.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"through the kernel");
+        assert_eq!(pipes.spliced(), 18);
+
+        // The end of the stream.
+        drop(client);
+        assert_eq!(lease.fill(&from).unwrap(), 0);
+        drop(lease);
+        assert_eq!((pipes.open(), pipes.idle()), (1, 1), "kept, empty");
+    }
+
+    #[test]
+    fn the_pool_is_bounded_reuses_empty_pipes_and_closes_full_ones() {
+        let pipes = pool(2, 1);
+        let (first, second) = (pipes.lease().unwrap(), pipes.lease().unwrap());
+        assert!(pipes.lease().is_none(), "two at most");
+        assert_eq!((pipes.open(), pipes.idle()), (2, 0));
+        drop(first);
+        drop(second);
+        // One kept (max_idle), one closed.
+        assert_eq!((pipes.open(), pipes.idle()), (1, 1));
+        let reused = pipes.lease().unwrap();
+        assert_eq!((pipes.open(), pipes.idle()), (1, 0), "the kept one");
+
+        // A pipe left holding bytes (a failed tunnel) is closed, not kept.
+        let mut full = reused;
+        let (mut client, from) = pair();
+        client.write_all(b"left behind").unwrap();
+        assert_eq!(full.fill(&from).unwrap(), 11);
+        drop(full);
+        assert_eq!((pipes.open(), pipes.idle()), (0, 0));
+    }
+
+    #[test]
+    fn a_zero_limit_opens_nothing_and_the_default_leaves_most_descriptors() {
+        let none = pool(0, 8);
+        assert!(none.lease().is_none());
+        assert_eq!(none.open(), 0);
+        let default = Pipes::default();
+        assert!(default.max_open() > 0 && default.max_open() <= 4096);
+        assert_eq!(default.config(), &PipesConfig::default());
+    }
+
+    #[test]
+    fn a_descriptor_splice_cannot_read_is_unsupported() {
+        let pipes = pool(1, 1);
+        let mut lease = pipes.lease().unwrap();
+        let dir = std::fs::File::open("/").unwrap();
+        let e = lease.fill(&dir).unwrap_err();
+        assert!(is_unsupported(&e), "{e}");
+        assert!(!is_unsupported(&io::ErrorKind::WouldBlock.into()));
+    }
+
+    #[test]
+    fn a_pipe_can_be_sized() {
+        let pipes = Pipes::new(PipesConfig::default().size(Some(256 * 1024)));
+        let lease = pipes.lease().expect("within pipe-max-size");
+        assert_eq!(pipes.config().get_size(), Some(256 * 1024));
+        drop(lease);
+        // Above what an unprivileged process may ask for, a pool refuses
+        // the pipe rather than hand out one of another size; as root, the
+        // kernel grants it.
+        let huge = Pipes::new(PipesConfig::default().size(Some(1 << 30)));
+        if let Some(lease) = huge.lease() {
+            drop(lease);
+        }
+        assert_eq!(huge.idle(), huge.open());
     }
 }
