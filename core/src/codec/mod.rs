@@ -13,6 +13,7 @@
 //! frames.
 
 pub mod checked;
+pub(crate) mod checksum;
 pub mod heads;
 pub mod length;
 pub mod lines;

@@ -20,7 +20,7 @@
 use bytes::Bytes;
 use core::fmt;
 
-use crate::codec::checked::ChecksumMismatch;
+use crate::codec::checksum::ChecksumMismatch;
 
 mod fields;
 mod rejected;

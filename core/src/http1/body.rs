@@ -7,10 +7,10 @@
 use bytes::Bytes;
 
 use crate::error::{Error, HttpField, Limit};
+use crate::http1::chars::TOKEN;
 use crate::http1::config::{Http1Config, MAX_HEADERS};
 use crate::http1::head::{Body, Headers};
 use crate::http1::lines::{check_field_lines, Bad, BlockScan};
-use crate::http1::parse::TOKEN;
 use crate::recv_buf::RecvBuf;
 
 /// What a body gives next.

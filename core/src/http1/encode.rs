@@ -7,8 +7,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::encoder::Frame;
 use crate::error::{Error, Misuse, Unencodable};
+use crate::http1::chars::is_token;
 use crate::http1::head::Body;
-use crate::http1::parse::is_token;
 
 /// `100 Continue`, for a request that [`expects_continue`]: push it like
 /// a response, in order (on the bulk lane: it must not overtake the
@@ -278,7 +278,7 @@ pub fn last_chunk(trailers: &[(&str, &[u8])]) -> Result<Bytes, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http1::parse::TOKEN;
+    use crate::http1::chars::TOKEN;
 
     #[test]
     fn chunk_sizes_in_hex() {

@@ -5,8 +5,8 @@
 //! the bytes came.
 
 use crate::error::{HttpField, Limit};
+use crate::http1::chars::{is_token, start_line_end, NEVER_IN_HEAD, TOKEN};
 use crate::http1::lines::Bad;
-use crate::http1::parse::{is_token, start_line_end, NEVER_IN_HEAD, TOKEN};
 
 /// Which side a head comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -60,6 +60,7 @@
 //! [`Server::resume`].
 
 mod body;
+pub(crate) mod chars;
 mod client;
 mod config;
 mod encode;

@@ -8,6 +8,7 @@ use core::mem::MaybeUninit;
 use bytes::Bytes;
 
 use crate::error::{HttpField, Limit};
+use crate::http1::chars::start_line_end;
 use crate::http1::config::{Http1Config, MAX_HEADERS};
 use crate::http1::faults::{refused, Role};
 use crate::http1::framing::{request_body, Framing};
@@ -15,66 +16,11 @@ use crate::http1::head::{Body, Flags, Headers, Request, Response, Span, Version}
 use crate::http1::host::{absolute_authority, is_host};
 use crate::http1::lines::{check_field_lines, Bad};
 
-/// Bytes that are never in a head: control bytes other than HTAB, CR and
-/// LF, and DEL. (Bytes past ASCII may be in values and reasons.)
-pub(crate) static NEVER_IN_HEAD: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        table[b] = (b < 0x20 && !matches!(b, 0x09 | 0x0a | 0x0d)) || b == 0x7f;
-        b += 1;
-    }
-    table
-};
-
-/// The bytes of a token (RFC 9110, section 5.6.2).
-pub(crate) static TOKEN: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b: u8 = 0;
-    while b < 128 {
-        table[b as usize] = b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            );
-        b += 1;
-    }
-    table
-};
-
-/// Whether `bytes` is a token.
-pub(crate) fn is_token(bytes: &[u8]) -> bool {
-    !bytes.is_empty() && bytes.iter().all(|&b| TOKEN[usize::from(b)])
-}
-
 fn version_of(v: Option<u8>) -> Version {
     if v == Some(0) {
         Version::Http10
     } else {
         Version::Http11
-    }
-}
-
-/// The start line's end: the index of its CR (or bare LF).
-pub(crate) fn start_line_end(head: &[u8]) -> usize {
-    let lf = memchr::memchr(b'\n', head).unwrap_or(head.len());
-    if lf > 0 && head[lf - 1] == b'\r' {
-        lf - 1
-    } else {
-        lf
     }
 }
 

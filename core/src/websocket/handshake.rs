@@ -18,7 +18,7 @@ use bytes::Bytes;
 use sha1::{Digest, Sha1};
 
 use crate::error::{Error, InvalidInput, WsField};
-use crate::http1::parse::is_token;
+use crate::http1::chars::is_token;
 use crate::http1::{Body, Headers, Request, Response, Version};
 
 #[cfg(feature = "deflate")]

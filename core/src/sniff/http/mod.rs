@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, HttpField, InvalidInput, Limit};
 
-use crate::http1::parse::NEVER_IN_HEAD;
+use crate::http1::chars::NEVER_IN_HEAD;
 use crate::sniff::Sniff;
 
 mod head;
