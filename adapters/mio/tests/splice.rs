@@ -471,3 +471,82 @@ fn the_default_pool_leaves_most_descriptors_to_sockets() {
     assert!(pipes.max_open() <= 4096);
     assert_eq!((pipes.open(), pipes.idle(), pipes.spliced()), (0, 0, 0));
 }
+
+/// A `Tunnel` between two Unix stream sockets (mio's `UnixStream` is a
+/// `Socket` too, without a reset): both ways, the tail first, clean ends,
+/// every byte through the pipes.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_unix_socket_tunnel_is_spliced_both_ways() {
+    use std::os::unix::net::UnixStream as StdUnix;
+
+    const UP: usize = 300_000;
+    const DOWN: usize = 200_000;
+    let (mut client, proxy_client) = StdUnix::pair().unwrap();
+    let (proxy_backend, mut backend) = StdUnix::pair().unwrap();
+    for socket in [&client, &backend] {
+        socket.set_read_timeout(Some(STUCK)).unwrap();
+        socket.set_write_timeout(Some(STUCK)).unwrap();
+    }
+    proxy_client.set_nonblocking(true).unwrap();
+    proxy_backend.set_nonblocking(true).unwrap();
+    let client_side = thread::spawn(move || {
+        client.write_all(&pattern(0, UP)).unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        let mut answer = Vec::new();
+        client.read_to_end(&mut answer).unwrap();
+        answer
+    });
+    let backend_side = thread::spawn(move || {
+        let mut upload = Vec::new();
+        backend.read_to_end(&mut upload).unwrap();
+        backend.write_all(&pattern(9, DOWN)).unwrap();
+        backend.shutdown(Shutdown::Write).unwrap();
+        upload
+    });
+
+    let pipes = pool(2, 2);
+    let (c, b) = (
+        mio::net::UnixStream::from_std(proxy_client),
+        mio::net::UnixStream::from_std(proxy_backend),
+    );
+    let mut tunnel = Tunnel::new(c, b, Bytes::from_static(b"tail:"), &pipes);
+    let mut poll = Poll::new().unwrap();
+    tunnel
+        .register(poll.registry(), Token(0), Token(1))
+        .unwrap();
+    let mut events = Events::with_capacity(16);
+    let started = Instant::now();
+    while !tunnel.is_finished() {
+        assert!(started.elapsed() < STUCK, "the tunnel is stuck");
+        poll.poll(&mut events, Some(STUCK)).unwrap();
+        for event in &events {
+            let side = if event.token() == Token(0) {
+                Side::Client
+            } else {
+                Side::Backend
+            };
+            let mut more = tunnel.on_event(side, event);
+            while more {
+                more = tunnel.on_ready();
+            }
+        }
+    }
+    let moved = tunnel.result().unwrap().as_ref().unwrap();
+    assert_eq!(*moved, ((UP + 5) as u64, DOWN as u64));
+    tunnel.deregister(poll.registry()).unwrap();
+    drop(tunnel);
+
+    let mut expected = b"tail:".to_vec();
+    expected.extend_from_slice(&pattern(0, UP));
+    assert!(
+        backend_side.join().unwrap() == expected,
+        "the tail, then the upload"
+    );
+    assert!(
+        client_side.join().unwrap() == pattern(9, DOWN),
+        "the answer"
+    );
+    assert_eq!(pipes.spliced(), (UP + DOWN) as u64, "all of it spliced");
+    assert_eq!((pipes.open(), pipes.idle()), (2, 2));
+}

@@ -571,3 +571,57 @@ in_every_mode!(
     a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end,
     a_backend_that_closes_early_ends_the_tunnel_with_both_sides_reset,
 );
+
+/// `splice_tunnel` between two Unix stream sockets (tokio's `UnixStream`
+/// is a `SpliceStream` too): both ways, the tail first, clean ends, and the
+/// bytes through the pipes.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_unix_socket_tunnel_is_spliced_both_ways() {
+    use tokio::net::UnixStream;
+
+    const UP: usize = 300_000;
+    const DOWN: usize = 200_000;
+    tokio::time::timeout(STUCK, async {
+        let (mut client, mut proxy_client) = UnixStream::pair().unwrap();
+        let (mut proxy_backend, mut backend) = UnixStream::pair().unwrap();
+        let pipes = pool(2, 2);
+        let proxy = {
+            let pipes = pipes.clone();
+            tokio::spawn(async move {
+                let tail = Bytes::from_static(b"tail:");
+                let config = TunnelConfig::default();
+                let moved =
+                    splice_tunnel(&mut proxy_client, &mut proxy_backend, tail, config, &pipes)
+                        .await;
+                drop((proxy_client, proxy_backend));
+                moved
+            })
+        };
+        let client_side = async {
+            client.write_all(&pattern(0, UP)).await.unwrap();
+            client.shutdown().await.unwrap();
+            let mut answer = Vec::new();
+            client.read_to_end(&mut answer).await.unwrap();
+            answer
+        };
+        let backend_side = async {
+            let mut upload = Vec::new();
+            backend.read_to_end(&mut upload).await.unwrap();
+            backend.write_all(&pattern(9, DOWN)).await.unwrap();
+            backend.shutdown().await.unwrap();
+            upload
+        };
+        let (answer, upload) = tokio::join!(client_side, backend_side);
+        let mut expected = b"tail:".to_vec();
+        expected.extend_from_slice(&pattern(0, UP));
+        assert!(upload == expected, "the tail, then the upload");
+        assert!(answer == pattern(9, DOWN), "the answer");
+        let moved = proxy.await.unwrap().unwrap();
+        assert_eq!(moved, ((UP + 5) as u64, DOWN as u64));
+        assert_eq!(pipes.spliced(), (UP + DOWN) as u64, "all of it spliced");
+        assert_eq!((pipes.open(), pipes.idle()), (2, 2));
+    })
+    .await
+    .expect("stuck");
+}
