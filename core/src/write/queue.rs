@@ -404,6 +404,7 @@ impl WriteQueue {
     // A refused frame comes back by value: boxing it would allocate on
     // every refusal, and refusals are how backpressure works.
     #[allow(clippy::result_large_err)]
+    #[inline]
     pub fn push_frame(&mut self, frame: Frame) -> Result<Ticket, Rejected<Frame, Refusal>> {
         self.push_frame_in(Lane::Bulk, frame)
     }
@@ -642,6 +643,7 @@ impl WriteQueue {
     // A refused frame comes back by value: boxing it would allocate on
     // every refusal, and refusals are how backpressure works.
     #[allow(clippy::result_large_err)]
+    #[inline(always)]
     fn push_frame_in(
         &mut self,
         lane: Lane,
@@ -694,7 +696,7 @@ impl WriteQueue {
 
     /// Queues a part of framing: inline framing is always copied into the
     /// run buffer (an `iovec` of its own would cost more than its bytes).
-    #[inline]
+    #[inline(always)]
     fn append_part(&mut self, lane: Lane, part: Part) {
         match part {
             Part::Inline { .. } if part.as_slice().is_empty() => {}
