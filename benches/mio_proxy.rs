@@ -268,9 +268,12 @@ fn pump(pair: &mut Pair) -> io::Result<bool> {
     // Stop reading the client while the sink's queue is full.
     pair.paused = !pair.waiting.is_empty();
     pair.inbound.pause_reading(pair.paused);
-    if pair.inbound_done && pair.waiting.is_empty() && !outbound.conn().queue().is_closed() {
+    // A connection switching to a tunnel keeps its sink open: the tunnel
+    // passes the client's end on (reading it again) once its bytes are out.
+    let ending = pair.inbound_done && !pair.switching;
+    if ending && pair.waiting.is_empty() && !outbound.conn().queue().is_closed() {
         outbound.close();
         outbound.on_writable().map_err(io::Error::other)?;
     }
-    Ok(pair.inbound_done && pair.waiting.is_empty() && outbound.is_finished())
+    Ok(ending && pair.waiting.is_empty() && outbound.is_finished())
 }

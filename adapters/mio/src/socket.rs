@@ -19,7 +19,8 @@ pub trait Socket: Read + Write {
     ///
     /// # Errors
     ///
-    /// What the OS says.
+    /// What the OS says; for the sockets here, not `NotConnected`: a
+    /// connection closed both ways already is shut down.
     fn shutdown_write(&self) -> io::Result<()>;
 
     /// Whether a read that did not fill the buffer proves that the source
@@ -59,9 +60,20 @@ const EDGE_TRIGGERED: bool = cfg!(any(
     target_os = "dragonfly",
 ));
 
+/// A shutdown of a connection that is already closed both ways (the
+/// peer's end came after ours, or a reset whose error was taken) says
+/// `NotConnected` on Linux, and a second shutdown does on macOS: nothing
+/// is left to shut down, so it is done (as tokio's `TcpStream` has it).
+fn closed_is_shut(result: io::Result<()>) -> io::Result<()> {
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+        other => other,
+    }
+}
+
 impl Socket for mio::net::TcpStream {
     fn shutdown_write(&self) -> io::Result<()> {
-        self.shutdown(std::net::Shutdown::Write)
+        closed_is_shut(self.shutdown(std::net::Shutdown::Write))
     }
 
     fn short_read_drains(&self) -> bool {
@@ -76,7 +88,7 @@ impl Socket for mio::net::TcpStream {
 #[cfg(unix)]
 impl Socket for mio::net::UnixStream {
     fn shutdown_write(&self) -> io::Result<()> {
-        self.shutdown(std::net::Shutdown::Write)
+        closed_is_shut(self.shutdown(std::net::Shutdown::Write))
     }
 
     fn short_read_drains(&self) -> bool {

@@ -85,8 +85,13 @@ impl<'a> Setup<'a> {
 /// both sockets.
 fn proxy(listener: std::net::TcpListener, backend: SocketAddr, setup: Setup<'_>) -> Proxied {
     let (client, _) = listener.accept().unwrap();
-    client.set_nonblocking(true).unwrap();
     let backend = std::net::TcpStream::connect(backend).unwrap();
+    tunnel(client, backend, setup)
+}
+
+/// Runs a tunnel between the proxy's two sockets to its end.
+fn tunnel(client: std::net::TcpStream, backend: std::net::TcpStream, setup: Setup<'_>) -> Proxied {
+    client.set_nonblocking(true).unwrap();
     backend.set_nonblocking(true).unwrap();
     let (client, backend) = (TcpStream::from_std(client), TcpStream::from_std(backend));
     let tail = Bytes::copy_from_slice(setup.tail);
@@ -414,6 +419,69 @@ fn a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end(mode: Mode) {
     assert_pipes(&pipes, mode, BYTES as u64);
 }
 
+/// Shuts `ours` down, lets `theirs` read the end and close, and reads
+/// theirs: the connection is closed both ways.
+fn close_both_ways(ours: &mut std::net::TcpStream, mut theirs: std::net::TcpStream) {
+    ours.shutdown(Shutdown::Write).unwrap();
+    assert_eq!(theirs.read(&mut [0; 1]).unwrap(), 0);
+    drop(theirs);
+    assert_eq!(ours.read(&mut [0; 1]).unwrap(), 0);
+    if cfg!(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "macos"
+    )) {
+        let again = ours.shutdown(Shutdown::Write);
+        assert_eq!(again.unwrap_err().kind(), io::ErrorKind::NotConnected);
+    }
+}
+
+/// The proxy half-closed its backend socket before the switch, and the
+/// backend closed in turn: the connection is closed both ways, and a second
+/// shutdown says `NotConnected`. Bytes the client still sent cannot reach
+/// the backend: that is an error, not hidden by the shutdown being done.
+fn a_backend_closed_both_ways_before_the_tunnel_fails_a_late_upload(mode: Mode) {
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    let mut client = connect(addr);
+    let (proxy_client, _) = listener.accept().unwrap();
+    let mut proxy_backend = connect(backend_addr);
+    let backend = accept(&backends);
+    client.write_all(b"late").unwrap();
+    client.shutdown(Shutdown::Write).unwrap();
+    close_both_ways(&mut proxy_backend, backend);
+
+    let pipes = mode.pipes();
+    let proxied = tunnel(proxy_client, proxy_backend, Setup::new(&pipes));
+    let kind = proxied.result.expect_err("the backend is gone");
+    assert!(is_reset_or_broken_pipe(kind), "{kind:?}");
+    let (got, _) = read_to_end_or_error(&mut client, 0);
+    assert!(got.is_empty());
+    assert_pipes(&pipes, mode, 0);
+}
+
+/// The same with nothing left to send: the tunnel's own shutdown of the
+/// backend is done, not an error, and the client's end reaches the client.
+fn a_closed_backend_and_an_ended_client_end_the_tunnel_cleanly(mode: Mode) {
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    let mut client = connect(addr);
+    let (proxy_client, _) = listener.accept().unwrap();
+    let mut proxy_backend = connect(backend_addr);
+    let backend = accept(&backends);
+    client.shutdown(Shutdown::Write).unwrap();
+    close_both_ways(&mut proxy_backend, backend);
+
+    let pipes = mode.pipes();
+    let proxied = tunnel(proxy_client, proxy_backend, Setup::new(&pipes));
+    assert_eq!(proxied.result, Ok((0, 0)));
+    assert_eq!(proxied.lingers, [None; 2]);
+    let (got, end) = read_to_end_or_error(&mut client, 0);
+    assert!(got.is_empty());
+    end.expect("a clean end");
+    assert_pipes(&pipes, mode, 0);
+}
+
 /// Each test, run in each [`Mode`].
 macro_rules! in_every_mode {
     ($($test:ident $(($($arg:expr),*))?),* $(,)?) => {
@@ -440,6 +508,8 @@ in_every_mode!(
     a_backend_that_closes_early_ends_the_tunnel_with_both_sides_reset,
     an_idle_tunnel_times_out_and_both_sides_see_a_reset,
     a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end,
+    a_backend_closed_both_ways_before_the_tunnel_fails_a_late_upload,
+    a_closed_backend_and_an_ended_client_end_the_tunnel_cleanly,
 );
 
 #[test]

@@ -71,8 +71,9 @@ pub trait Socket {
     ///
     /// # Errors
     ///
-    /// What the OS says. By default nothing is done, and `Ok`: the end
-    /// comes when the value is dropped.
+    /// What the OS says (for the sockets here, not `NotConnected`: a
+    /// connection closed both ways already is shut down). By default
+    /// nothing is done, and `Ok`: the end comes when the value is dropped.
     fn shutdown_write(&self) -> io::Result<()> {
         Ok(())
     }
@@ -102,6 +103,17 @@ pub trait Socket {
     }
 }
 
+/// A shutdown of a connection that is already closed both ways (the
+/// peer's end came after ours, or a reset whose error was taken) says
+/// `NotConnected` on Linux, and a second shutdown does on macOS: nothing
+/// is left to shut down, so it is done (as tokio's `TcpStream` has it).
+fn closed_is_shut(result: io::Result<()>) -> io::Result<()> {
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+        other => other,
+    }
+}
+
 impl Socket for TcpStream {
     fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         TcpStream::set_read_timeout(self, timeout)
@@ -112,7 +124,7 @@ impl Socket for TcpStream {
     }
 
     fn shutdown_write(&self) -> io::Result<()> {
-        self.shutdown(std::net::Shutdown::Write)
+        closed_is_shut(self.shutdown(std::net::Shutdown::Write))
     }
 
     fn reset_on_close(&self) -> io::Result<()> {
@@ -136,7 +148,7 @@ impl Socket for std::os::unix::net::UnixStream {
     }
 
     fn shutdown_write(&self) -> io::Result<()> {
-        self.shutdown(std::net::Shutdown::Write)
+        closed_is_shut(self.shutdown(std::net::Shutdown::Write))
     }
 
     fn writer(&mut self) -> Option<&mut dyn Write> {
@@ -222,5 +234,37 @@ impl<T: Socket + ?Sized> Socket for Box<T> {
 
     fn writer(&mut self) -> Option<&mut dyn Write> {
         (**self).writer()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::time::Duration;
+
+    use super::Socket;
+
+    /// Our end was shut down and the peer closed after it: the connection
+    /// is closed both ways, the kernel says `NotConnected` to another
+    /// shutdown, and `shutdown_write` says it is done.
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "macos"))]
+    #[test]
+    fn a_connection_closed_both_ways_is_shut_down() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut ours = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut theirs, _) = listener.accept().unwrap();
+        for socket in [&ours, &theirs] {
+            socket
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+        }
+        ours.shutdown(Shutdown::Write).unwrap();
+        assert_eq!(theirs.read(&mut [0; 1]).unwrap(), 0);
+        drop(theirs);
+        assert_eq!(ours.read(&mut [0; 1]).unwrap(), 0);
+        let again = ours.shutdown(Shutdown::Write);
+        assert_eq!(again.unwrap_err().kind(), std::io::ErrorKind::NotConnected);
+        Socket::shutdown_write(&ours).unwrap();
     }
 }
