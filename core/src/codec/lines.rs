@@ -157,9 +157,12 @@ impl LinesConfig {
 /// }
 /// # Ok::<(), cleave_proto::Error>(())
 /// ```
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Lines {
     config: LinesConfig,
+    /// How many leading bytes must hold a delimiter for the line to be
+    /// within the limit: the line, an optional `\r`, the delimiter.
+    window: usize,
     latch: Latch,
     /// How far the search of the line at the front went: the first
     /// `scanned.2` bytes from offset `scanned.1` of stream `scanned.0` hold
@@ -168,6 +171,12 @@ pub struct Lines {
     /// search over; and a buffer lent one call at a time
     /// ([`RecvBuf::from_buffer_at`]) resumes it.
     scanned: (u32, u64, usize),
+}
+
+impl Default for Lines {
+    fn default() -> Self {
+        Self::with_config(LinesConfig::default())
+    }
 }
 
 impl Lines {
@@ -182,7 +191,11 @@ impl Lines {
     pub fn with_config(config: LinesConfig) -> Self {
         Self {
             config,
-            ..Self::default()
+            window: config
+                .max_length
+                .saturating_add(1 + usize::from(config.strip_cr)),
+            latch: Latch::default(),
+            scanned: (0, 0, 0),
         }
     }
 
@@ -191,22 +204,12 @@ impl Lines {
         &self.config
     }
 
-    /// How many leading bytes must hold a delimiter for the line to be
-    /// within the limit: the line, an optional `\r`, the delimiter.
-    #[inline]
-    fn window(&self) -> usize {
-        self.config
-            .max_length
-            .saturating_add(1 + usize::from(self.config.strip_cr))
-    }
-
     /// Finds the complete line at the front of `buf`, if there is one.
     #[inline(always)]
     fn step(&mut self, buf: &mut RecvBuf) -> Step {
         let delimiter = self.config.delimiter;
         let data = buf.peek();
-        let window = self.window();
-        let end = data.len().min(window);
+        let end = data.len().min(self.window);
         // Resume where the last search of this line stopped. The offset
         // first: after a frame it has moved, and the check ends there.
         let start = if self.scanned.1 == buf.offset() && self.scanned.0 == buf.stream() {
