@@ -338,7 +338,13 @@ impl RecvBuf {
         }
         self.spare = 0;
         let end = self.filled + data.len();
-        if end <= self.buf.len() {
+        if self.buf.len() == self.filled {
+            // No spare region: the common case.
+            if self.buf.capacity() < end {
+                self.make_room(data.len(), data.len());
+            }
+            self.buf.extend_from_slice(data);
+        } else if end <= self.buf.len() {
             self.buf[self.filled..end].copy_from_slice(data);
         } else {
             if self.buf.capacity() < end {
