@@ -179,6 +179,7 @@ pub(crate) fn write(
 /// XORs `data` with the masking key, starting `offset` bytes into the
 /// payload (so a payload unmasked in pieces comes out the same as whole).
 /// Eight bytes at a time.
+#[inline]
 pub(crate) fn apply_mask(data: &mut [u8], key: [u8; 4], offset: u64) {
     #[allow(clippy::cast_possible_truncation)] // below 4
     let shift = (offset % 4) as usize;

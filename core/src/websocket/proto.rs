@@ -445,6 +445,11 @@ impl WebSocket {
 
     /// The next event, or `Ok(None)` for more bytes.
     fn read(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
+        if self.reading.is_none() && self.message.is_none() {
+            if let Some(event) = self.small_message(wire) {
+                return Ok(Some(event));
+            }
+        }
         loop {
             // Where the bytes not consumed start: the frame at fault (or
             // the rest of a streamed one).
@@ -489,6 +494,57 @@ impl WebSocket {
                 return Ok(event);
             }
         }
+    }
+
+    /// The commonest frame of all, read from its first two bytes: a whole
+    /// text or binary message of at most 125 bytes (FIN, no reserved bit,
+    /// a 7-bit length), masked as the role wants, within the limits, in
+    /// the buffer, between messages. Unmasked, checked and split off at
+    /// once; `None` for anything else, which [`frame::parse`] reads and
+    /// checks in full (invalid text too: masked again, it goes the long
+    /// way, which finds the error at its place).
+    #[inline]
+    fn small_message(&mut self, wire: &mut Wire<'_>) -> Option<WsEvent> {
+        let server = self.role == Role::Server;
+        let config = &self.config;
+        let data = wire.recv().peek_mut();
+        let (&b0, &b1) = (data.first()?, data.get(1)?);
+        let text = match b0 {
+            0x81 => true,
+            0x82 => false,
+            _ => return None,
+        };
+        let masked = b1 & 0x80 != 0;
+        let len = b1 & 0x7F;
+        let limit = config
+            .get_max_frame()
+            .min(config.get_max_message())
+            .min(config.get_stream_above());
+        if masked != server || len > 125 || u64::from(len) > limit {
+            return None;
+        }
+        let len = usize::from(len);
+        let head_len = if masked { 6 } else { 2 };
+        let (head, payload) = data.get_mut(..head_len + len)?.split_at_mut(head_len);
+        let key = match *head {
+            [_, _, k0, k1, k2, k3] => Some([k0, k1, k2, k3]),
+            _ => None,
+        };
+        if let Some(key) = key {
+            frame::apply_mask(payload, key, 0);
+        }
+        if text && simdutf8::basic::from_utf8(payload).is_err() {
+            if let Some(key) = key {
+                frame::apply_mask(payload, key, 0);
+            }
+            return None;
+        }
+        let data = wire.recv().split_frame(head_len, len, 0);
+        Some(if text {
+            WsEvent::Text(data)
+        } else {
+            WsEvent::Binary(data)
+        })
     }
 
     /// The common case at once: a whole single-frame message, in the
