@@ -49,7 +49,7 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use cleave_benches::block_on;
-use cleave_proto::http1::{response, Body, Server, ServerEvent};
+use cleave_proto::http1::{response_into, Body, Server, ServerEvent};
 use cleave_proto::{Conn, ConnConfig, RecvBufConfig};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use http_body_util::Full;
@@ -628,6 +628,8 @@ fn hyper_server(builder: &hyper::server::conn::http1::Builder, input: &[u8]) -> 
 /// cleave doing the same work: reads into the connection's spare room
 /// (16 KiB, as the reads), each request's `Head` and `End` taken, a
 /// response encoded and queued for it, the queue written after each read.
+/// The heads are written into one kept `BytesMut` (`response_into`), as
+/// hyper writes its heads into its kept write buffer.
 #[inline(never)]
 fn cleave_server(input: &[u8]) -> Served {
     let config = ConnConfig::default().recv_buf(
@@ -637,6 +639,7 @@ fn cleave_server(input: &[u8]) -> Served {
     );
     let mut conn = Conn::with_config(Server::new(), config, NOW);
     let mut io = Memory::new(input, READ);
+    let mut heads = BytesMut::with_capacity(4096);
     let mut requests = 0;
     loop {
         let n = conn
@@ -648,9 +651,10 @@ fn cleave_server(input: &[u8]) -> Served {
                     black_box(request);
                 }
                 ServerEvent::End => {
-                    let head = response(200, "OK", &[], Body::Length(HELLO.len() as u64))
-                        .expect("a valid response");
-                    conn.push(head).expect("room in the queue");
+                    let length = Body::Length(HELLO.len() as u64);
+                    response_into(&mut heads, 200, "OK", &[], length).expect("a valid response");
+                    conn.push(heads.split().freeze())
+                        .expect("room in the queue");
                     conn.push(Bytes::from_static(HELLO))
                         .expect("room in the queue");
                     requests += 1;

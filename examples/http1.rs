@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 
 use cleave_mio::{Conns, ReadOutcome};
 use cleave_proto::http1::{
-    chunk, last_chunk, response, status_for, Body, Client, ClientEvent, Http1Config, Request,
-    Server, ServerEvent, Version, CONTINUE,
+    chunk, last_chunk, response, response_into, status_for, Body, Client, ClientEvent, Http1Config,
+    Request, Server, ServerEvent, Version, CONTINUE,
 };
 use cleave_proto::{Bytes, BytesMut, ConnConfig, ConnError, Error, Frame, Timeouts};
 use cleave_tokio::Connection;
@@ -49,6 +49,10 @@ pub const MAX_BODY: u64 = 1 << 20;
 
 /// The chunks of `GET /chunked`.
 pub const CHUNKS: [&str; 3] = ["one\n", "two\n", "three\n"];
+
+/// The room the answers' heads are written into, reserved at a time: many
+/// heads share one block, which is reused once the queue copied them.
+const HEAD_ROOM: usize = 4096;
 
 /// How long a connection may stay silent between requests.
 const IDLE: Duration = Duration::from_secs(60);
@@ -132,10 +136,10 @@ impl Exchange {
         }
     }
 
-    /// The answer's frames, in order.
-    fn answer(self, out: &mut Vec<Frame>) -> Result<(), Error> {
+    /// The answer's frames, in order; its head written into `heads`.
+    fn answer(self, heads: &mut BytesMut, out: &mut Vec<Frame>) -> Result<(), Error> {
         if self.route == Route::Chunked && self.version == Version::Http11 {
-            return self.chunked(out);
+            return self.chunked(heads, out);
         }
         let connection = self.connection_field();
         let (status, reason, content_type, body) = match self.route {
@@ -156,10 +160,19 @@ impl Exchange {
                 Bytes::from_static(b"not found\n"),
             ),
         };
-        let mut fields = vec![("Content-Type", content_type.as_bytes())];
-        fields.extend(connection);
+        let content_type = ("Content-Type", content_type.as_bytes());
+        let both;
+        let fields: &[(&str, &[u8])] = match connection {
+            Some(connection) => {
+                both = [content_type, connection];
+                &both
+            }
+            None => core::slice::from_ref(&content_type),
+        };
         let length = Body::Length(u64::try_from(body.len()).unwrap_or(u64::MAX));
-        out.push(response(status, reason, &fields, length)?.into());
+        heads.reserve(HEAD_ROOM);
+        response_into(heads, status, reason, fields, length)?;
+        out.push(heads.split().freeze().into());
         if !self.head_only && !body.is_empty() {
             out.push(body.into());
         }
@@ -168,13 +181,15 @@ impl Exchange {
 
     /// `GET /chunked`: the head, each chunk as a frame whose payload is not
     /// copied, then the last chunk with the trailer the head announced.
-    fn chunked(self, out: &mut Vec<Frame>) -> Result<(), Error> {
+    fn chunked(self, heads: &mut BytesMut, out: &mut Vec<Frame>) -> Result<(), Error> {
         let mut fields = vec![
             ("Content-Type", &b"text/plain"[..]),
             ("Trailer", b"X-Chunks"),
         ];
         fields.extend(self.connection_field());
-        out.push(response(200, "OK", &fields, Body::Chunked)?.into());
+        heads.reserve(HEAD_ROOM);
+        response_into(heads, 200, "OK", &fields, Body::Chunked)?;
+        out.push(heads.split().freeze().into());
         if self.head_only {
             return Ok(());
         }
@@ -216,6 +231,10 @@ pub struct App {
     current: Option<Exchange>,
     /// The connection ends once what was made is written.
     closing: bool,
+    /// Where the answers' heads are written (`response_into`), split off
+    /// as each is made: once the queue has copied the heads before, its
+    /// room is reused, so an answer's head allocates nothing.
+    heads: BytesMut,
 }
 
 impl App {
@@ -252,7 +271,7 @@ impl App {
             ServerEvent::End => {
                 if let Some(exchange) = self.current.take() {
                     self.closing |= !exchange.keep_alive;
-                    exchange.answer(out)?;
+                    exchange.answer(&mut self.heads, out)?;
                 }
             }
         }

@@ -1,7 +1,8 @@
 //! Heads, chunks and trailers out: validated so that what cleave sends
 //! cannot be read two ways (no CR or LF in a value, never both framings,
 //! no body where the status allows none), written with one allocation
-//! per head and none per chunk (the payload `Bytes` is never copied).
+//! per head (none with [`response_into`] / [`request_into`] and a kept
+//! buffer) and none per chunk (the payload `Bytes` is never copied).
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -65,20 +66,15 @@ fn put_fields(out: &mut BytesMut, headers: &[(&str, &[u8])]) {
 }
 
 /// The fields, the framing field (if any) and the empty line after the
-/// start line already in `out`: the head.
-fn finish_head(
-    mut out: BytesMut,
-    headers: &[(&str, &[u8])],
-    (name, value): (&[u8], &[u8]),
-) -> Bytes {
-    put_fields(&mut out, headers);
+/// start line already in `out`.
+fn finish_head(out: &mut BytesMut, headers: &[(&str, &[u8])], (name, value): (&[u8], &[u8])) {
+    put_fields(out, headers);
     if !name.is_empty() {
         out.put_slice(name);
         out.put_slice(value);
         out.put_slice(b"\r\n");
     }
     out.put_slice(b"\r\n");
-    out.freeze()
 }
 
 /// A decimal number into `buf`, right-aligned: the digits.
@@ -130,6 +126,36 @@ pub fn request(
     headers: &[(&str, &[u8])],
     body: Body,
 ) -> Result<Bytes, Error> {
+    let mut out = BytesMut::new();
+    request_into(&mut out, method, target, headers, body)?;
+    Ok(out.freeze())
+}
+
+/// [`request`], appended to `out` instead of a buffer of its own: a
+/// client that keeps one `BytesMut` and pushes `out.split().freeze()`
+/// allocates no head once the queue has copied (or written) the ones
+/// before. `out` grows by the head's length, at most once.
+///
+/// ```
+/// use cleave_proto::http1::{request_into, Body};
+/// use cleave_proto::BytesMut;
+///
+/// let mut heads = BytesMut::with_capacity(1024);
+/// request_into(&mut heads, "GET", "/", &[("Host", b"example.com")], Body::Empty)?;
+/// assert_eq!(heads.split().freeze(), "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n");
+/// # Ok::<(), cleave_proto::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`request`]; nothing is written then.
+pub fn request_into(
+    out: &mut BytesMut,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &[u8])],
+    body: Body,
+) -> Result<(), Error> {
     if !is_token(method.as_bytes())
         || target.is_empty()
         || !target.bytes().all(|b| (0x21..0x7f).contains(&b))
@@ -143,12 +169,13 @@ pub fn request(
     let (name, value) = framing_field(body, &mut digits);
     let len =
         method.len() + 1 + target.len() + 11 + fields_len(headers)? + name.len() + value.len() + 4;
-    let mut out = BytesMut::with_capacity(len);
+    out.reserve(len);
     out.put_slice(method.as_bytes());
     out.put_u8(b' ');
     out.put_slice(target.as_bytes());
     out.put_slice(b" HTTP/1.1\r\n");
-    Ok(finish_head(out, headers, (name, value)))
+    finish_head(out, headers, (name, value));
+    Ok(())
 }
 
 /// A response head: `HTTP/1.1 status reason`, the fields as given, then
@@ -179,6 +206,38 @@ pub fn response(
     headers: &[(&str, &[u8])],
     body: Body,
 ) -> Result<Bytes, Error> {
+    let mut out = BytesMut::new();
+    response_into(&mut out, status, reason, headers, body)?;
+    Ok(out.freeze())
+}
+
+/// [`response`], appended to `out` instead of a buffer of its own: a
+/// server that keeps one `BytesMut` and pushes `out.split().freeze()`
+/// allocates no head once the queue has copied (or written) the ones
+/// before (heads under the queue's
+/// [`coalesce_below`](crate::WriteQueueConfig::coalesce_below) are copied
+/// as they are pushed). `out` grows by the head's length, at most once.
+///
+/// ```
+/// use cleave_proto::http1::{response_into, Body};
+/// use cleave_proto::BytesMut;
+///
+/// let mut heads = BytesMut::with_capacity(1024);
+/// response_into(&mut heads, 200, "OK", &[], Body::Length(5))?;
+/// assert_eq!(heads.split().freeze(), "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n");
+/// # Ok::<(), cleave_proto::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`response`]; nothing is written then.
+pub fn response_into(
+    out: &mut BytesMut,
+    status: u16,
+    reason: &str,
+    headers: &[(&str, &[u8])],
+    body: Body,
+) -> Result<(), Error> {
     if !(100..=999).contains(&status) {
         return Err(refuse(Unencodable::HttpStatus));
     }
@@ -195,14 +254,21 @@ pub fn response(
     let mut digits = [0; 20];
     let (name, value) = framing_field(body, &mut digits);
     let len = 13 + reason.len() + 2 + fields_len(headers)? + name.len() + value.len() + 4;
-    let mut out = BytesMut::with_capacity(len);
+    out.reserve(len);
+    // Three digits: the status is within 100..=999.
+    #[allow(clippy::cast_possible_truncation)] // each below 10
+    let code = [
+        b'0' + (status / 100) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+    ];
     out.put_slice(b"HTTP/1.1 ");
-    let mut code = [0; 20];
-    out.put_slice(decimal(u64::from(status), &mut code));
+    out.put_slice(&code);
     out.put_u8(b' ');
     out.put_slice(reason.as_bytes());
     out.put_slice(b"\r\n");
-    Ok(finish_head(out, headers, (name, value)))
+    finish_head(out, headers, (name, value));
+    Ok(())
 }
 
 /// One chunk of a chunked body: the size line and the CRLF after the data

@@ -76,7 +76,7 @@ mod server;
 
 pub use client::{Client, ClientEvent};
 pub use config::{Http1Config, MAX_HEADERS};
-pub use encode::{chunk, last_chunk, request, response, CONTINUE};
+pub use encode::{chunk, last_chunk, request, request_into, response, response_into, CONTINUE};
 pub use head::{Body, Header, HeaderIter, Headers, Request, Response, Version};
 pub use routed::{PerRequest, Routed, RoutedEvent};
 pub use server::{Server, ServerEvent};
