@@ -446,7 +446,7 @@ impl WebSocket {
     /// The next event, or `Ok(None)` for more bytes.
     fn read(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
         if self.reading.is_none() && self.message.is_none() {
-            if let Some(event) = self.plain_message(wire) {
+            if let Some(event) = self.small_message(wire) {
                 return Ok(Some(event));
             }
         }
@@ -496,15 +496,15 @@ impl WebSocket {
         }
     }
 
-    /// The commonest frames of all, read from their first bytes: a whole
-    /// text or binary message with a 7- or 16-bit length (FIN, no reserved
-    /// bit), masked as the role wants, within the limits, in the buffer,
-    /// between messages. Unmasked, checked and split off at once; `None`
-    /// for anything else, which [`frame::parse`] reads and checks in full
-    /// (invalid text too: masked again, it goes the long way, which finds
-    /// the error at its place).
+    /// The commonest frame of all, read from its first two bytes: a whole
+    /// text or binary message of at most 125 bytes (FIN, no reserved bit,
+    /// a 7-bit length), masked as the role wants, within the limits, in
+    /// the buffer, between messages. Unmasked, checked and split off at
+    /// once; `None` for anything else, which [`frame::parse`] reads and
+    /// checks in full (invalid text too: masked again, it goes the long
+    /// way, which finds the error at its place).
     #[inline]
-    fn plain_message(&mut self, wire: &mut Wire<'_>) -> Option<WsEvent> {
+    fn small_message(&mut self, wire: &mut Wire<'_>) -> Option<WsEvent> {
         let server = self.role == Role::Server;
         let config = &self.config;
         let data = wire.recv().peek_mut();
@@ -515,26 +515,19 @@ impl WebSocket {
             _ => return None,
         };
         let masked = b1 & 0x80 != 0;
-        let (len, at) = match b1 & 0x7F {
-            126 => {
-                let bytes = <[u8; 2]>::try_from(data.get(2..4)?).ok()?;
-                (u16::from_be_bytes(bytes), 4)
-            }
-            127 => return None,
-            short => (u16::from(short), 2),
-        };
+        let len = b1 & 0x7F;
         let limit = config
             .get_max_frame()
             .min(config.get_max_message())
             .min(config.get_stream_above());
-        if masked != server || u64::from(len) > limit {
+        if masked != server || len > 125 || u64::from(len) > limit {
             return None;
         }
         let len = usize::from(len);
-        let head_len = if masked { at + 4 } else { at };
+        let head_len = if masked { 6 } else { 2 };
         let (head, payload) = data.get_mut(..head_len + len)?.split_at_mut(head_len);
-        let key = match head.get(at..) {
-            Some(&[k0, k1, k2, k3]) => Some([k0, k1, k2, k3]),
+        let key = match *head {
+            [_, _, k0, k1, k2, k3] => Some([k0, k1, k2, k3]),
             _ => None,
         };
         if let Some(key) = key {
