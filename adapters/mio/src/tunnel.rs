@@ -53,7 +53,11 @@ pub enum Side {
 /// Each direction leases a pipe from the [`Pipes`] it is given and gives
 /// it back, empty, at its end. A direction copies instead when there is
 /// no splice (not Linux), when the pool has no pipe left or the system
-/// refuses one, or when its socket refuses the first splice.
+/// refuses one (or `SIGPIPE` is not ignored: see [`Pipes::new`]), and from
+/// the moment its socket refuses a splice (a socket type splice(2) does
+/// not read, or a TCP urgent mark it will not read past; the pipe is
+/// empty then, so nothing is lost and the out-of-band byte is left out,
+/// as a copying tunnel leaves it out).
 ///
 /// # The drive loop
 ///
@@ -333,8 +337,6 @@ struct Way {
     via: Via,
     /// The reader ended its stream.
     eof: bool,
-    /// A splice from the reader succeeded: its socket takes them.
-    spliced: bool,
     moved: bool,
     written: u64,
     /// The reader ended and the writer is shut down: the bytes written.
@@ -385,7 +387,6 @@ impl Way {
             tail,
             via: pipes.lease().map_or_else(Via::copy, Via::Pipe),
             eof: false,
-            spliced: false,
             moved: false,
             written: 0,
             done: None,
@@ -453,10 +454,9 @@ impl Way {
             match result {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
-                    match &mut self.via {
-                        // The lease counts what it holds.
-                        Via::Pipe(_) => self.spliced = true,
-                        Via::Copy { start, end, .. } => (*start, *end) = (0, n),
+                    // A lease counts what it holds.
+                    if let Via::Copy { start, end, .. } = &mut self.via {
+                        (*start, *end) = (0, n);
                     }
                     self.moved = true;
                 }
@@ -474,9 +474,11 @@ impl Way {
         }
     }
 
-    /// Whether `error` is the first splice refused: copy instead.
+    /// Whether `error` is a splice refused (a socket splice(2) cannot
+    /// read, or one stopped at a TCP urgent mark): copy instead. The pipe
+    /// is empty, as every fill finds it, so nothing is lost.
     fn refused(&self, error: &io::Error) -> bool {
-        matches!(self.via, Via::Pipe(_)) && !self.spliced && is_unsupported(error)
+        matches!(self.via, Via::Pipe(_)) && is_unsupported(error)
     }
 
     /// `n` bytes were written: from the tail first, then from what was

@@ -3,7 +3,8 @@
 //! one side reaches the other as a reset after the bytes that made it, a
 //! clean end stays a half-close, a failed write resets the backend, a
 //! backend that closes early ends the tunnel with both sides reset, an
-//! idle tunnel times out with both sides reset, and pipes are bounded and
+//! idle tunnel times out with both sides reset, TCP urgent data (where
+//! splice(2) stops) loses nothing after it, and pipes are bounded and
 //! reused.
 //!
 //! Every tunnel test runs two ways ([`Mode`]): with pipes to lease (the
@@ -482,6 +483,65 @@ fn a_closed_backend_and_an_ended_client_end_the_tunnel_cleanly(mode: Mode) {
     assert_pipes(&pipes, mode, 0);
 }
 
+/// A client sends `abc`, an out-of-band `X` (TCP urgent data) and `def`,
+/// with its end right after (`fin`) or, once those arrived, 100 000 bytes
+/// more then its end. splice(2) stops at the urgent mark: the tunnel goes
+/// on by copying, leaves the out-of-band byte out as a copying tunnel
+/// does, and loses nothing past it.
+fn an_urgent_byte_is_left_out_and_nothing_after_it_is_lost(mode: Mode) {
+    const M: usize = 100_000;
+    for fin in [true, false] {
+        let (listener, addr) = listen();
+        let (backends, backend_addr) = listen();
+        let more = if fin { 0 } else { M };
+        let (arrived, wait) = std::sync::mpsc::channel();
+        let backend = thread::spawn(move || {
+            let mut socket = accept(&backends);
+            let mut first = [0; 11];
+            socket.read_exact(&mut first).unwrap();
+            arrived.send(()).unwrap();
+            let (rest, end) = read_to_end_or_error(&mut socket, more);
+            end.expect("a clean end of the upload");
+            socket.write_all(b"answer").unwrap();
+            socket.shutdown(Shutdown::Write).unwrap();
+            (first, rest)
+        });
+        let client = thread::spawn(move || {
+            let mut socket = connect(addr);
+            socket.write_all(b"abc").unwrap();
+            socket2::SockRef::from(&socket)
+                .send_out_of_band(b"X")
+                .unwrap();
+            socket.write_all(b"def").unwrap();
+            if !fin {
+                // Once the tunnel is past the mark, with no end queued
+                // behind it: what comes next still arrives.
+                wait.recv().unwrap();
+                socket.write_all(&pattern(0, M)).unwrap();
+            }
+            socket.shutdown(Shutdown::Write).unwrap();
+            read_to_end_or_error(&mut socket, 6)
+        });
+
+        let pipes = mode.pipes();
+        let setup = Setup {
+            tail: b"tail ",
+            ..Setup::new(&pipes)
+        };
+        let proxied = proxy(listener, backend_addr, setup);
+        let (first, rest) = backend.join().unwrap();
+        assert_eq!(&first, b"tail abcdef", "fin: {fin}");
+        assert!(rest == pattern(0, more), "the bytes after the mark");
+        let (answer, end) = client.join().unwrap();
+        end.expect("a clean end of the answer");
+        assert_eq!(answer, b"answer");
+        let up = (5 + 6 + more) as u64;
+        assert_eq!(proxied.result, Ok((up, 6)), "fin: {fin}");
+        assert_eq!(proxied.lingers, [None; 2], "a clean end is no reset");
+        assert_pipes(&pipes, mode, 6);
+    }
+}
+
 /// Each test, run in each [`Mode`].
 macro_rules! in_every_mode {
     ($($test:ident $(($($arg:expr),*))?),* $(,)?) => {
@@ -510,6 +570,7 @@ in_every_mode!(
     a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end,
     a_backend_closed_both_ways_before_the_tunnel_fails_a_late_upload,
     a_closed_backend_and_an_ended_client_end_the_tunnel_cleanly,
+    an_urgent_byte_is_left_out_and_nothing_after_it_is_lost,
 );
 
 #[test]

@@ -18,8 +18,11 @@
 //! would block says the socket has nothing, never that the pipe is full,
 //! and the readiness it clears is the socket's.
 //!
-//! Where splice(2) does not exist (not Linux), a pool opens no pipe:
-//! [`Pipes::lease`] returns `None` and the adapters copy.
+//! Where splice(2) does not exist (not Linux), or where `SIGPIPE` would
+//! end the process, a pool opens no pipe: [`Pipes::lease`] returns `None`
+//! and the adapters copy. A fill splice(2) will not do (a socket type it
+//! does not read, a TCP urgent mark it stops at) fails with an error
+//! [`is_unsupported`] recognises: the adapters copy from there on.
 
 #![warn(missing_docs, unreachable_pub)]
 #![warn(clippy::must_use_candidate, clippy::return_self_not_must_use)]
@@ -169,14 +172,23 @@ impl Default for Pipes {
 impl Pipes {
     /// A pool with `config`'s limits. It opens pipes when tunnels need
     /// them; where splice(2) does not exist (not Linux), it opens none.
+    ///
+    /// Nor does it where `SIGPIPE` would end the process, its disposition
+    /// the default one when the pool is made (a Rust program ignores it
+    /// from the start; a C program that embeds this one may not): a
+    /// splice(2) into a socket whose peer has gone raises `SIGPIPE`, and
+    /// unlike `send`'s `MSG_NOSIGNAL` no flag prevents it. Tunnels then
+    /// copy; ignore `SIGPIPE` (or handle it) before making the pool to
+    /// splice.
     #[must_use]
     pub fn new(config: PipesConfig) -> Self {
         let max_open = config
             .max_open
             .unwrap_or_else(|| (sys::descriptor_limit() / 4).min(MAX_OPEN_CAP));
+        let splice = sys::SPLICE && !sys::sigpipe_ends_the_process();
         let inner = Inner {
             config,
-            max_open: if sys::SPLICE { max_open } else { 0 },
+            max_open: if splice { max_open } else { 0 },
             idle: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             spliced: AtomicU64::new(0),
@@ -199,7 +211,8 @@ impl Pipes {
     }
 
     /// The most pipes it opens at once (the configured or the computed
-    /// limit; 0 where there is no splice).
+    /// limit; 0 where there is no splice, or where `SIGPIPE` would end the
+    /// process).
     #[must_use]
     pub fn max_open(&self) -> usize {
         self.inner.max_open
@@ -320,15 +333,35 @@ impl Lease {
     /// when the pipe is full). Fill an empty pipe only, so that
     /// `WouldBlock` is the socket's.
     ///
+    /// splice(2) stops at a TCP urgent mark (a byte the peer sent out of
+    /// band, `MSG_OOB`) and moves nothing past it until a `recv` has read
+    /// past it: it then says `Ok(0)` if the peer's FIN is queued and
+    /// `EAGAIN` if not, though bytes are waiting. So when splice(2) says
+    /// either, `fill` asks the socket (`recv` with `MSG_PEEK`) whether it
+    /// holds bytes; if it does, `fill` fails with an error
+    /// [`is_unsupported`] recognises, and the caller copies from there on,
+    /// as a copying tunnel does (its reads leave the out-of-band byte out).
+    ///
     /// # Errors
     ///
     /// What splice(2) says: `WouldBlock`, the socket's own errors, and
-    /// those [`is_unsupported`] recognises for a socket splice cannot read.
+    /// those [`is_unsupported`] recognises: a socket splice cannot read,
+    /// or one stopped at an urgent mark.
     #[cfg(unix)]
     pub fn fill(&mut self, socket: impl std::os::fd::AsFd) -> io::Result<usize> {
-        let n = self.pipe().fill(socket)?;
-        self.len += n;
-        Ok(n)
+        let socket = socket.as_fd();
+        let filled = self.pipe().fill(socket);
+        // A full pipe blocks too: ask only when it was empty.
+        let stuck = |e: &io::Error| e.kind() == io::ErrorKind::WouldBlock && self.len == 0;
+        match filled {
+            Ok(0) if sys::holds_bytes(socket) => Err(sys::stopped_at_urgent_mark()),
+            Err(e) if stuck(&e) && sys::holds_bytes(socket) => Err(sys::stopped_at_urgent_mark()),
+            Ok(n) => {
+                self.len += n;
+                Ok(n)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Moves the pipe's bytes, as many as `socket` takes, into `socket`,
@@ -348,11 +381,30 @@ impl Lease {
 }
 
 /// Whether a failed [`Lease::fill`] says splice(2) cannot read this socket
-/// (`EINVAL`, `ENOSYS`, `EOPNOTSUPP`), rather than that the connection
-/// failed: copy instead.
+/// (`EINVAL`, `ENOSYS`, `EOPNOTSUPP`), or cannot read it now (stopped at a
+/// TCP urgent mark with bytes waiting past it), rather than that the
+/// connection failed: copy instead. The pipe is empty then if it was
+/// empty when filled, so copying from there loses nothing.
 #[must_use]
 pub fn is_unsupported(error: &io::Error) -> bool {
-    sys::unsupported(error)
+    sys::unsupported(error) || is_urgent_mark(error)
+}
+
+/// The error [`Lease::fill`] gives when splice(2) is stopped at a TCP
+/// urgent mark.
+#[derive(Debug)]
+struct UrgentMark;
+
+impl fmt::Display for UrgentMark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("splice(2) stopped at a TCP urgent mark with bytes past it")
+    }
+}
+
+impl std::error::Error for UrgentMark {}
+
+fn is_urgent_mark(error: &io::Error) -> bool {
+    error.get_ref().is_some_and(|e| e.is::<UrgentMark>())
 }
 
 impl Drop for Lease {
@@ -411,6 +463,20 @@ mod sys {
         }
     }
 
+    /// Whether `socket` holds bytes to read: a `recv` with `MSG_PEEK`,
+    /// which reads past an urgent mark where splice(2) stops. No for what
+    /// is not a socket, or says nothing.
+    pub(super) fn holds_bytes(socket: impl AsFd) -> bool {
+        use rustix::net::{recv, RecvFlags};
+        let mut byte = [0; 1];
+        let flags = RecvFlags::PEEK | RecvFlags::DONTWAIT;
+        matches!(recv(socket, &mut byte[..], flags), Ok((1.., _)))
+    }
+
+    pub(super) fn stopped_at_urgent_mark() -> io::Error {
+        io::Error::other(super::UrgentMark)
+    }
+
     /// Whether a failed splice says it cannot be done on this socket
     /// (rather than that the connection failed).
     pub(super) fn unsupported(error: &io::Error) -> bool {
@@ -418,6 +484,26 @@ mod sys {
         [Errno::INVAL, Errno::NOSYS, Errno::OPNOTSUPP]
             .iter()
             .any(|e| error.raw_os_error() == Some(e.raw_os_error()))
+    }
+
+    /// Whether `SIGPIPE` has its default disposition (ending the
+    /// process): neither ignored nor caught, as `/proc/self/status` says.
+    /// Yes when it cannot tell.
+    pub(super) fn sigpipe_ends_the_process() -> bool {
+        const SIGPIPE: u32 = 13;
+        let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+            return true;
+        };
+        let mask = |field: &str| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(field))
+                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        };
+        let (Some(ignored), Some(caught)) = (mask("SigIgn:"), mask("SigCgt:")) else {
+            return true;
+        };
+        (ignored | caught) & (1 << (SIGPIPE - 1)) == 0
     }
 
     /// `RLIMIT_NOFILE`'s soft value.
@@ -458,6 +544,20 @@ mod sys {
 
     pub(super) fn descriptor_limit() -> usize {
         0
+    }
+
+    pub(super) fn sigpipe_ends_the_process() -> bool {
+        true
+    }
+
+    #[cfg(unix)]
+    pub(super) fn holds_bytes(_: impl std::os::fd::AsFd) -> bool {
+        false
+    }
+
+    #[cfg(unix)]
+    pub(super) fn stopped_at_urgent_mark() -> io::Error {
+        io::Error::other(super::UrgentMark)
     }
 }
 
@@ -567,5 +667,92 @@ mod tests {
             drop(lease);
         }
         assert_eq!(huge.idle(), huge.open());
+    }
+
+    /// A loopback TCP connection whose peer sent `abc`, an out-of-band
+    /// `X`, `def`, and (if `fin`) its end: the proxy's side, non-blocking,
+    /// and the peer's.
+    fn urgent(fin: bool) -> (std::net::TcpStream, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (ours, _) = listener.accept().unwrap();
+        peer.write_all(b"abc").unwrap();
+        socket2::SockRef::from(&peer)
+            .send_out_of_band(b"X")
+            .unwrap();
+        peer.write_all(b"def").unwrap();
+        if fin {
+            peer.shutdown(std::net::Shutdown::Write).unwrap();
+        }
+        ours.set_nonblocking(true).unwrap();
+        (ours, peer)
+    }
+
+    /// Fills and drains until `fill` refuses; what went through the pipe.
+    /// Waits for bytes still on their way (a millisecond at a time, a
+    /// bounded number of times); an end of stream fails the test.
+    fn splice_until_refused(lease: &mut Lease, from: &std::net::TcpStream) -> (Vec<u8>, io::Error) {
+        let (to, mut sink) = pair();
+        let mut got = Vec::new();
+        for _ in 0..10_000 {
+            match lease.fill(from) {
+                Ok(0) => panic!("an end of stream with bytes past the urgent mark"),
+                Ok(n) => {
+                    assert_eq!(lease.drain(&to).unwrap(), n);
+                    let mut buf = vec![0; n];
+                    sink.read_exact(&mut buf).unwrap();
+                    got.extend_from_slice(&buf);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err(e) => return (got, e),
+            }
+        }
+        panic!("stuck at {got:?}: the bytes past the urgent mark never came");
+    }
+
+    #[test]
+    fn a_fill_stopped_at_an_urgent_mark_says_copy_and_loses_nothing() {
+        for fin in [false, true] {
+            let pipes = pool(1, 1);
+            let mut lease = pipes.lease().unwrap();
+            let (mut ours, _peer) = urgent(fin);
+            let (spliced, e) = splice_until_refused(&mut lease, &ours);
+            assert_eq!(spliced, b"abc", "up to the mark (fin: {fin})");
+            assert!(is_unsupported(&e), "{e}");
+            assert!(lease.is_empty(), "nothing held back");
+            // A read goes on past the mark, without the out-of-band byte.
+            ours.set_nonblocking(false).unwrap();
+            let mut rest = [0; 3];
+            ours.read_exact(&mut rest).unwrap();
+            assert_eq!(&rest, b"def");
+            if fin {
+                assert_eq!(ours.read(&mut rest).unwrap(), 0, "then the end");
+            }
+            drop(lease);
+            assert_eq!((pipes.open(), pipes.idle()), (1, 1), "kept, empty");
+        }
+    }
+
+    #[test]
+    fn only_an_urgent_mark_or_an_unreadable_socket_is_unsupported() {
+        assert!(is_unsupported(&sys::stopped_at_urgent_mark()));
+        for kind in [
+            io::ErrorKind::WouldBlock,
+            io::ErrorKind::ConnectionReset,
+            io::ErrorKind::Other,
+        ] {
+            assert!(!is_unsupported(&kind.into()), "{kind:?}");
+        }
+        assert!(!is_unsupported(&io::Error::other("another error")));
+    }
+
+    #[test]
+    fn a_rust_program_ignores_sigpipe_so_its_pools_splice() {
+        // The Rust runtime ignores SIGPIPE before `main` (and the test
+        // harness's); `tests/sigpipe.rs` puts it back to the default.
+        assert!(!sys::sigpipe_ends_the_process());
+        assert!(pool(1, 1).lease().is_some());
     }
 }

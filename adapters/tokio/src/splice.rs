@@ -88,8 +88,12 @@ splice_stream!(tokio::net::TcpStream, tokio::net::UnixStream);
 /// [`Pipes::global`]) and gives it back at its end, empty, for the next
 /// tunnel. A direction copies through a 16 KiB buffer, as `tunnel` does,
 /// when there is no splice (not Linux), when the pool has no pipe left
-/// within its limit or the system refuses one, or when the socket refuses
-/// the first splice (`EINVAL`: a socket type splice(2) does not read).
+/// within its limit or the system refuses one (or `SIGPIPE` is not
+/// ignored: see [`Pipes::new`]), and from the moment the socket refuses a
+/// splice (`EINVAL` for a socket type splice(2) does not read, or a TCP
+/// urgent mark it will not read past; the pipe is empty then, so nothing
+/// is lost and the out-of-band byte is left out, as `tunnel` leaves it
+/// out).
 ///
 /// ```no_run
 /// # async fn route(mut client: tokio::net::TcpStream, mut backend: tokio::net::TcpStream) -> std::io::Result<()> {
@@ -141,7 +145,6 @@ impl Spliced {
                 tail,
                 lease,
                 eof: false,
-                spliced: false,
                 moved: false,
                 written: 0,
             }),
@@ -187,7 +190,8 @@ where
 
 enum Step {
     Done(Poll<io::Result<u64>>),
-    /// The first splice was refused: copy instead.
+    /// A splice from the reader was refused (a socket splice(2) cannot
+    /// read, or one stopped at a TCP urgent mark): copy instead.
     Unsupported,
 }
 
@@ -201,8 +205,6 @@ struct PipeDirection {
     lease: Lease,
     /// The reader ended its stream (and the pipe is empty).
     eof: bool,
-    /// A splice from the reader succeeded: its socket takes them.
-    spliced: bool,
     moved: bool,
     written: u64,
 }
@@ -258,12 +260,10 @@ impl PipeDirection {
             let lease = &mut self.lease;
             match reader.try_io(Interest::READABLE, || lease.fill(reader.as_fd())) {
                 Ok(0) => self.eof = true,
-                Ok(_) => {
-                    self.spliced = true;
-                    self.moved = true;
-                }
+                Ok(_) => self.moved = true,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if !self.spliced && is_unsupported(&e) => return Step::Unsupported,
+                // The pipe is empty: copying from here loses nothing.
+                Err(e) if is_unsupported(&e) => return Step::Unsupported,
                 Err(e) => return Step::Done(Poll::Ready(Err(e))),
             }
         }

@@ -3,7 +3,8 @@
 //! streams: a reset on one side reaches the other as a reset after the
 //! bytes that made it, a clean end stays a half-close, a failed write
 //! resets the backend, a backend that closes early ends the tunnel with
-//! both sides reset, and an idle tunnel times out with both sides reset.
+//! both sides reset, an idle tunnel times out with both sides reset, and
+//! TCP urgent data (where splice(2) stops) loses nothing after it.
 //!
 //! Every test runs three ways ([`Mode`]): the copying `tunnel_with`, the
 //! kernel's `splice_tunnel` (which must have moved the bytes through its
@@ -538,6 +539,58 @@ fn the_default_pool_leaves_most_descriptors_to_sockets() {
     assert_eq!((pipes.open(), pipes.idle(), pipes.spliced()), (0, 0, 0));
 }
 
+/// A client sends `abc`, an out-of-band `X` (TCP urgent data) and `def`,
+/// with its end right after (`fin`) or, once those arrived, 100 000 bytes
+/// more then its end. splice(2) stops at the urgent mark: the tunnel goes
+/// on by copying, leaves the out-of-band byte out as a copying tunnel
+/// does, and loses nothing past it.
+async fn an_urgent_byte_is_left_out_and_nothing_after_it_is_lost(mode: Mode) {
+    const M: usize = 100_000;
+    for fin in [true, false] {
+        tokio::time::timeout(STUCK, async {
+            let tail = Bytes::from_static(b"tail ");
+            let (addr, backends, proxy) = proxy(mode, tail.clone()).await;
+            let mut client = TcpStream::connect(addr).await.unwrap();
+            let (mut backend, _) = backends.accept().await.unwrap();
+
+            client.write_all(b"abc").await.unwrap();
+            socket2::SockRef::from(&client)
+                .send_out_of_band(b"X")
+                .unwrap();
+            client.write_all(b"def").await.unwrap();
+            let more = if fin { 0 } else { M };
+            if fin {
+                client.shutdown().await.unwrap();
+            }
+            let mut first = [0; 11];
+            backend.read_exact(&mut first).await.unwrap();
+            assert_eq!(&first, b"tail abcdef", "fin: {fin}");
+            if !fin {
+                // The tunnel is past the mark, with no end queued behind
+                // it: what comes next still arrives.
+                client.write_all(&pattern(0, M)).await.unwrap();
+                client.shutdown().await.unwrap();
+            }
+            let (rest, end) = read_to_end_or_error(&mut backend, more).await;
+            end.expect("a clean end of the upload");
+            assert!(rest == pattern(0, more), "the bytes after the mark");
+            backend.write_all(b"answer").await.unwrap();
+            backend.shutdown().await.unwrap();
+            let (answer, end) = read_to_end_or_error(&mut client, 6).await;
+            end.expect("a clean end of the answer");
+            assert_eq!(answer, b"answer");
+
+            let proxied = proxy.await.unwrap();
+            proxied.assert_pipes(mode, 6);
+            let up = (tail.len() + 6 + more) as u64;
+            assert_eq!(proxied.result.unwrap(), (up, 6), "fin: {fin}");
+            assert_eq!(proxied.lingers, (None, None), "a clean end is no reset");
+        })
+        .await
+        .expect("stuck");
+    }
+}
+
 /// Each test, run in each [`Mode`].
 macro_rules! in_every_mode {
     ($($test:ident),* $(,)?) => {
@@ -570,6 +623,7 @@ in_every_mode!(
     an_idle_tunnel_times_out_and_both_sides_see_a_reset,
     a_tunnel_busier_than_its_idle_timeout_runs_to_its_clean_end,
     a_backend_that_closes_early_ends_the_tunnel_with_both_sides_reset,
+    an_urgent_byte_is_left_out_and_nothing_after_it_is_lost,
 );
 
 /// `splice_tunnel` between two Unix stream sockets (tokio's `UnixStream`
