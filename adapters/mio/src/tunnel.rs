@@ -442,6 +442,13 @@ impl Way {
             if self.eof {
                 writer.shutdown_write()?;
                 self.done = Some(self.written);
+                // The pipe goes back to the pool (or the buffer is freed)
+                // now, not when the other way ends.
+                self.via = Via::Copy {
+                    buf: Box::default(),
+                    start: 0,
+                    end: 0,
+                };
                 return Ok(Step::Blocked);
             }
             if !*readable {

@@ -581,6 +581,76 @@ fn a_small_budget_hands_back_often_and_loses_nothing() {
 }
 
 #[test]
+fn a_finished_direction_gives_its_pipe_back_while_the_other_goes_on() {
+    let pipes = pool(2, 2);
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    let (answer, go) = std::sync::mpsc::channel();
+    let backend = thread::spawn(move || {
+        let mut socket = accept(&backends);
+        let (upload, end) = read_to_end_or_error(&mut socket, 2);
+        end.expect("a clean end of the upload");
+        // Only once the proxy saw its pipe back.
+        go.recv().unwrap();
+        socket.write_all(b"down").unwrap();
+        socket.shutdown(Shutdown::Write).unwrap();
+        upload
+    });
+    let client = thread::spawn(move || {
+        let mut socket = connect(addr);
+        socket.write_all(b"up").unwrap();
+        socket.shutdown(Shutdown::Write).unwrap();
+        read_to_end_or_error(&mut socket, 4)
+    });
+
+    let (client_socket, _) = listener.accept().unwrap();
+    let backend_socket = std::net::TcpStream::connect(backend_addr).unwrap();
+    client_socket.set_nonblocking(true).unwrap();
+    backend_socket.set_nonblocking(true).unwrap();
+    let (c, b) = (
+        TcpStream::from_std(client_socket),
+        TcpStream::from_std(backend_socket),
+    );
+    let mut tunnel = Tunnel::new(c, b, Bytes::new(), &pipes);
+    let mut poll = Poll::new().unwrap();
+    tunnel
+        .register(poll.registry(), Token(0), Token(1))
+        .unwrap();
+    let mut events = Events::with_capacity(16);
+    let (started, mut answered) = (Instant::now(), false);
+    while !tunnel.is_finished() {
+        assert!(started.elapsed() < STUCK, "the tunnel is stuck");
+        poll.poll(&mut events, Some(Duration::from_millis(100)))
+            .unwrap();
+        for event in &events {
+            let side = if event.token() == Token(0) {
+                Side::Client
+            } else {
+                Side::Backend
+            };
+            let mut more = tunnel.on_event(side, event);
+            while more {
+                more = tunnel.on_ready();
+            }
+        }
+        // The upload is over: its pipe is back, while the answer's is in
+        // use.
+        if !answered && pipes.idle() == 1 {
+            assert_eq!(pipes.open(), 2);
+            answer.send(()).unwrap();
+            answered = true;
+        }
+    }
+    assert!(answered, "the upload's pipe came back only at the end");
+    assert_eq!(tunnel.result().unwrap().as_ref().unwrap(), &(2, 4));
+    assert_eq!(backend.join().unwrap(), b"up");
+    let (got, end) = client.join().unwrap();
+    end.expect("a clean end of the answer");
+    assert_eq!(got, b"down");
+    assert_eq!((pipes.open(), pipes.idle(), pipes.spliced()), (2, 2, 6));
+}
+
+#[test]
 fn pipes_are_bounded_reused_and_a_direction_without_one_copies() {
     // One pipe for two directions: one splices, the other copies; the
     // pipe is kept, empty, for the next tunnel, which starts on it.

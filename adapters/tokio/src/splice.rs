@@ -132,10 +132,12 @@ where
     reset_both_on_error(result, client, backend)
 }
 
-/// One direction: through a pipe, or copied when there is none.
+/// One direction: through a pipe, or copied when there is none; once
+/// ended, neither (its pipe back in the pool while the other way goes on).
 enum Spliced {
     Pipe(PipeDirection),
     Copy(Direction),
+    Done(u64),
 }
 
 impl Spliced {
@@ -167,7 +169,12 @@ where
         loop {
             match self {
                 Spliced::Copy(direction) => return direction.poll_move(cx, reader, writer),
+                Spliced::Done(written) => return Poll::Ready(Ok(*written)),
                 Spliced::Pipe(pipe) => match pipe.poll_splice(cx, reader, writer) {
+                    Step::Done(Poll::Ready(Ok(written))) => {
+                        *self = Spliced::Done(written);
+                        return Poll::Ready(Ok(written));
+                    }
                     Step::Done(poll) => return poll,
                     // The pipe is empty and the tail written: the copy goes
                     // on from there, and the pipe goes back to the pool.
@@ -184,6 +191,7 @@ where
         match self {
             Spliced::Pipe(pipe) => std::mem::take(&mut pipe.moved),
             Spliced::Copy(direction) => Move::<R, W>::take_moved(direction),
+            Spliced::Done(_) => false,
         }
     }
 }

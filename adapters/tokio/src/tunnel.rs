@@ -406,6 +406,8 @@ impl Direction {
                     self.unflushed = false;
                 }
                 ready!(writer.as_mut().poll_shutdown(cx))?;
+                // Done: the buffer goes now, not when the other way ends.
+                self.buf = Box::default();
                 return Poll::Ready(Ok(self.written));
             }
             if read_pending {

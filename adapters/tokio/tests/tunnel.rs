@@ -591,6 +591,47 @@ async fn an_urgent_byte_is_left_out_and_nothing_after_it_is_lost(mode: Mode) {
     }
 }
 
+#[tokio::test]
+async fn a_finished_direction_gives_its_pipe_back_while_the_other_goes_on() {
+    tokio::time::timeout(STUCK, async {
+        let pipes = pool(2, 2);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let backends = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let backend_addr = backends.local_addr().unwrap();
+        let addr = listener.local_addr().unwrap();
+        let proxy = tokio::spawn({
+            let pipes = pipes.clone();
+            async move {
+                let (mut client, _) = listener.accept().await.unwrap();
+                let mut backend = TcpStream::connect(backend_addr).await.unwrap();
+                let config = TunnelConfig::default();
+                splice_tunnel(&mut client, &mut backend, Bytes::new(), config, &pipes).await
+            }
+        });
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        let (mut backend, _) = backends.accept().await.unwrap();
+        client.write_all(b"up").await.unwrap();
+        client.shutdown().await.unwrap();
+        let (upload, end) = read_to_end_or_error(&mut backend, 2).await;
+        end.expect("a clean end of the upload");
+        assert_eq!(upload, b"up");
+        // The upload is over (this runtime has one thread: the proxy's
+        // poll that passed the end on has returned): its pipe is back,
+        // while the answer's is still in use.
+        assert_eq!((pipes.open(), pipes.idle()), (2, 1));
+
+        backend.write_all(b"down").await.unwrap();
+        backend.shutdown().await.unwrap();
+        let (answer, end) = read_to_end_or_error(&mut client, 4).await;
+        end.expect("a clean end of the answer");
+        assert_eq!(answer, b"down");
+        assert_eq!(proxy.await.unwrap().unwrap(), (2, 4));
+        assert_eq!((pipes.open(), pipes.idle(), pipes.spliced()), (2, 2, 6));
+    })
+    .await
+    .expect("stuck");
+}
+
 /// Each test, run in each [`Mode`].
 macro_rules! in_every_mode {
     ($($test:ident),* $(,)?) => {
