@@ -85,13 +85,29 @@ impl<'a> Setup<'a> {
 /// `Tunnel` between them on a poll loop until it is finished; then drops
 /// both sockets.
 fn proxy(listener: std::net::TcpListener, backend: SocketAddr, setup: Setup<'_>) -> Proxied {
-    let (client, _) = listener.accept().unwrap();
-    let backend = std::net::TcpStream::connect(backend).unwrap();
-    tunnel(client, backend, setup)
+    proxy_watching(listener, backend, setup, &mut || {})
 }
 
-/// Runs a tunnel between the proxy's two sockets to its end.
-fn tunnel(client: std::net::TcpStream, backend: std::net::TcpStream, setup: Setup<'_>) -> Proxied {
+/// As [`proxy`], calling `watch` after every turn of the poll loop.
+fn proxy_watching(
+    listener: std::net::TcpListener,
+    backend: SocketAddr,
+    setup: Setup<'_>,
+    watch: &mut dyn FnMut(),
+) -> Proxied {
+    let (client, _) = listener.accept().unwrap();
+    let backend = std::net::TcpStream::connect(backend).unwrap();
+    tunnel(client, backend, setup, watch)
+}
+
+/// Runs a tunnel between the proxy's two sockets to its end, calling
+/// `watch` after every turn of the poll loop.
+fn tunnel(
+    client: std::net::TcpStream,
+    backend: std::net::TcpStream,
+    setup: Setup<'_>,
+    watch: &mut dyn FnMut(),
+) -> Proxied {
     client.set_nonblocking(true).unwrap();
     backend.set_nonblocking(true).unwrap();
     let (client, backend) = (TcpStream::from_std(client), TcpStream::from_std(backend));
@@ -124,6 +140,7 @@ fn tunnel(client: std::net::TcpStream, backend: std::net::TcpStream, setup: Setu
             }
         }
         tunnel.on_timeout(Instant::now());
+        watch();
     }
     let result = match tunnel.result().expect("finished") {
         Ok(written) => Ok(*written),
@@ -453,7 +470,7 @@ fn a_backend_closed_both_ways_before_the_tunnel_fails_a_late_upload(mode: Mode) 
     close_both_ways(&mut proxy_backend, backend);
 
     let pipes = mode.pipes();
-    let proxied = tunnel(proxy_client, proxy_backend, Setup::new(&pipes));
+    let proxied = tunnel(proxy_client, proxy_backend, Setup::new(&pipes), &mut || {});
     let kind = proxied.result.expect_err("the backend is gone");
     assert!(is_reset_or_broken_pipe(kind), "{kind:?}");
     let (got, _) = read_to_end_or_error(&mut client, 0);
@@ -474,7 +491,7 @@ fn a_closed_backend_and_an_ended_client_end_the_tunnel_cleanly(mode: Mode) {
     close_both_ways(&mut proxy_backend, backend);
 
     let pipes = mode.pipes();
-    let proxied = tunnel(proxy_client, proxy_backend, Setup::new(&pipes));
+    let proxied = tunnel(proxy_client, proxy_backend, Setup::new(&pipes), &mut || {});
     assert_eq!(proxied.result, Ok((0, 0)));
     assert_eq!(proxied.lingers, [None; 2]);
     let (got, end) = read_to_end_or_error(&mut client, 0);
@@ -603,36 +620,8 @@ fn a_finished_direction_gives_its_pipe_back_while_the_other_goes_on() {
         read_to_end_or_error(&mut socket, 4)
     });
 
-    let (client_socket, _) = listener.accept().unwrap();
-    let backend_socket = std::net::TcpStream::connect(backend_addr).unwrap();
-    client_socket.set_nonblocking(true).unwrap();
-    backend_socket.set_nonblocking(true).unwrap();
-    let (c, b) = (
-        TcpStream::from_std(client_socket),
-        TcpStream::from_std(backend_socket),
-    );
-    let mut tunnel = Tunnel::new(c, b, Bytes::new(), &pipes);
-    let mut poll = Poll::new().unwrap();
-    tunnel
-        .register(poll.registry(), Token(0), Token(1))
-        .unwrap();
-    let mut events = Events::with_capacity(16);
-    let (started, mut answered) = (Instant::now(), false);
-    while !tunnel.is_finished() {
-        assert!(started.elapsed() < STUCK, "the tunnel is stuck");
-        poll.poll(&mut events, Some(Duration::from_millis(100)))
-            .unwrap();
-        for event in &events {
-            let side = if event.token() == Token(0) {
-                Side::Client
-            } else {
-                Side::Backend
-            };
-            let mut more = tunnel.on_event(side, event);
-            while more {
-                more = tunnel.on_ready();
-            }
-        }
+    let mut answered = false;
+    let proxied = proxy_watching(listener, backend_addr, Setup::new(&pipes), &mut || {
         // The upload is over: its pipe is back, while the answer's is in
         // use.
         if !answered && pipes.idle() == 1 {
@@ -640,9 +629,9 @@ fn a_finished_direction_gives_its_pipe_back_while_the_other_goes_on() {
             answer.send(()).unwrap();
             answered = true;
         }
-    }
+    });
     assert!(answered, "the upload's pipe came back only at the end");
-    assert_eq!(tunnel.result().unwrap().as_ref().unwrap(), &(2, 4));
+    assert_eq!(proxied.result, Ok((2, 4)));
     assert_eq!(backend.join().unwrap(), b"up");
     let (got, end) = client.join().unwrap();
     end.expect("a clean end of the answer");
