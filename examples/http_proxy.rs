@@ -377,12 +377,14 @@ where
                         lines.send(line).await?;
                         lines.flush().await?;
                     }
-                    // A message with a line break cannot be one line.
-                    Err(_) => {
+                    // A message with a line break cannot be one line
+                    // (one close per side: none if one went already).
+                    Err(_) if !ws.conn().protocol().is_closing() => {
                         let close = ws.conn_mut().protocol_mut().close(close_code::POLICY, "not a line")?;
                         ws.send(close).await?;
                         ws.flush().await?;
                     }
+                    Err(_) => {}
                 }
             }
             line = lines.next(), if backend_open => {

@@ -25,9 +25,9 @@ use core::time::Duration;
 use bytes::Bytes;
 
 use crate::encoder::Frame;
-use crate::error::{Error, Refusal};
+use crate::error::Error;
 use crate::recv_buf::RecvBuf;
-use crate::write::{Lane, Progress, WriteQueue};
+use crate::write::{Progress, WriteQueue};
 
 pub use protocol::{Close, Phase, Protocol, Wire};
 use timeouts::{nanos, Nanos, NEVER};
@@ -552,8 +552,9 @@ impl<P: Protocol> Conn<P> {
     }
 
     /// Queues the protocol's last frame, after what the application
-    /// queued, and closes the write side; waits while the queue has no
-    /// room.
+    /// queued (even past the queue's limits: it is one small frame, and
+    /// it must not overtake the data before it), and closes the write
+    /// side.
     pub(crate) fn queue_farewell(&mut self) {
         let Some(frame) = self.farewell.take() else {
             return;
@@ -561,22 +562,9 @@ impl<P: Protocol> Conn<P> {
         if !self.writing() {
             return;
         }
-        let frame = match self.send.push_to(Lane::Bulk, *frame) {
-            Ok(_) => None,
-            // No room in the bulk lane (a peer that stopped reading): the
-            // urgent lane, between frames.
-            Err(refused) => match self.send.push_to(Lane::Urgent, refused.into_parts().1) {
-                Ok(_) => None,
-                Err(refused) => match refused.into_parts() {
-                    (Refusal::Full(_), frame) => Some(frame),
-                    (Refusal::Closed, _) => None,
-                },
-            },
-        };
-        match frame {
-            Some(frame) => self.farewell = Some(Box::new(frame)),
-            None => self.close(),
-        }
+        // Refused only by a closed queue, which takes nothing more.
+        let _ = self.send.push_last_frame(*frame);
+        self.close();
     }
 
     fn writing(&self) -> bool {

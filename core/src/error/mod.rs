@@ -277,6 +277,10 @@ pub enum Unencodable {
     HttpBody,
     /// A status code outside 100 to 999.
     HttpStatus,
+    /// A second WebSocket close: one was sent already, or the close
+    /// handshake is over (the peer's close was answered, or the
+    /// connection failed with a close of its own). One close per side.
+    WsClosed,
 }
 
 impl Error {
@@ -476,6 +480,7 @@ impl fmt::Display for Unencodable {
             ),
             Self::HttpBody => f.write_str("a body this HTTP message cannot carry"),
             Self::HttpStatus => f.write_str("an HTTP status outside 100 to 999"),
+            Self::WsClosed => f.write_str("a WebSocket close after the close was sent"),
         }
     }
 }

@@ -46,6 +46,11 @@ impl Default for WsConfig {
 impl WsConfig {
     /// The largest frame payload taken; a larger one is answered with
     /// close 1009 and [`Limit::FrameLength`](crate::Limit::FrameLength).
+    /// A frame read whole (a compressed one, or one not above
+    /// [`stream_above`](Self::stream_above)) must also fit the receive
+    /// buffer's limit; a larger one is answered with close 1009 and
+    /// [`Limit::Buffer`](crate::Limit::Buffer) as soon as its header
+    /// arrives.
     ///
     /// # Errors
     ///

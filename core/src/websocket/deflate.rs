@@ -244,6 +244,12 @@ pub struct DeflateParams {
     pub server_max_window_bits: u8,
     /// The largest window the client compresses with.
     pub client_max_window_bits: u8,
+    /// Server side: the client's offer carried `server_max_window_bits`,
+    /// so the answer carries it back, even at 15, which absence would
+    /// mean otherwise (RFC 7692, section 7.1.2.1: a server accepts the
+    /// parameter by including it). Client side: the server's answer
+    /// carried it.
+    pub server_window_offered: bool,
 }
 
 impl DeflateParams {
@@ -293,12 +299,14 @@ impl DeflateParams {
                     bits.min(config.max_window_bits)
                 }),
             client_max_window_bits,
+            server_window_offered: offer.server_max_window_bits.is_some(),
         }
     }
 
     /// The server's `Sec-WebSocket-Extensions` value, e.g.
     /// `permessage-deflate; server_no_context_takeover; client_max_window_bits=10`.
-    /// A window of 15 is left out (it is what absence means).
+    /// A window of 15 is left out (it is what absence means), but for the
+    /// server's when the client offered `server_max_window_bits`.
     #[must_use]
     pub fn to_header(&self) -> String {
         let mut header = String::from(NAME);
@@ -308,11 +316,19 @@ impl DeflateParams {
         if self.client_no_context_takeover {
             header.push_str("; client_no_context_takeover");
         }
-        push_bits(
-            &mut header,
-            "server_max_window_bits",
-            self.server_max_window_bits,
-        );
+        if self.server_window_offered {
+            let bits = self
+                .server_max_window_bits
+                .clamp(MIN_WINDOW_BITS, MAX_WINDOW_BITS);
+            // Writing to a String cannot fail.
+            let _ = write!(header, "; server_max_window_bits={bits}");
+        } else {
+            push_bits(
+                &mut header,
+                "server_max_window_bits",
+                self.server_max_window_bits,
+            );
+        }
         push_bits(
             &mut header,
             "client_max_window_bits",
@@ -391,6 +407,7 @@ impl DeflateParams {
                 || config.no_context_takeover,
             server_max_window_bits,
             client_max_window_bits: client_max_window_bits.min(config.max_window_bits),
+            server_window_offered: answer.server_max_window_bits.is_some(),
         })
     }
 }
@@ -721,7 +738,16 @@ impl Deflate {
     ) -> Result<(), Error> {
         let mut result = self.inflate_piece(input, out, max);
         if last && result.is_ok() {
+            let before = out.len();
             result = self.inflate_piece(&TAIL, out, max);
+            // The tail ends a sync-flushed segment (RFC 7692, section
+            // 7.2.2): it yields nothing and leaves the stream between
+            // blocks. Else the payload stopped inside a block (an empty
+            // payload, say), and the next message's bytes would be read
+            // as the rest of that block.
+            if result.is_ok() && !self.ended && (out.len() != before || !self.between_blocks()) {
+                result = Err(invalid_compressed());
+            }
         }
         match result {
             Ok(()) if last => self.end_message(),
@@ -733,6 +759,22 @@ impl Deflate {
             }
         }
         result
+    }
+
+    /// Whether the decompressor stands between two blocks: it takes a
+    /// whole empty stored block (which changes nothing, not even the
+    /// window) and yields nothing. Inside a block, those five bytes would
+    /// be read as its data or its codes.
+    fn between_blocks(&mut self) -> bool {
+        const EMPTY_STORED: [u8; 5] = [0x00, 0x00, 0x00, 0xff, 0xff];
+        let Some(decompressor) = &mut self.decompressor else {
+            return true;
+        };
+        let mut scratch = [0u8; PROBE];
+        matches!(
+            inflate_step(decompressor, &EMPTY_STORED, &mut scratch),
+            Ok((5, 0, Status::Ok))
+        )
     }
 
     /// Inflates `input` into `out`, a bounded step at a time.
@@ -936,6 +978,7 @@ mod tests {
         client_no_context_takeover: false,
         server_max_window_bits: 15,
         client_max_window_bits: 15,
+        server_window_offered: false,
     };
 
     fn params(snct: bool, cnct: bool, server_bits: u8, client_bits: u8) -> DeflateParams {
@@ -944,6 +987,7 @@ mod tests {
             client_no_context_takeover: cnct,
             server_max_window_bits: server_bits,
             client_max_window_bits: client_bits,
+            server_window_offered: false,
         }
     }
 
@@ -1039,9 +1083,10 @@ mod tests {
                 "permessage-deflate; client_max_window_bits; server_max_window_bits=8",
                 "permessage-deflate; server_max_window_bits=8",
             ),
+            // An offered server window is answered, even at 15.
             (
                 "permessage-deflate; client_max_window_bits; server_max_window_bits=15",
-                "permessage-deflate",
+                "permessage-deflate; server_max_window_bits=15",
             ),
             (
                 "permessage-deflate; client_no_context_takeover; client_max_window_bits; \
@@ -1079,15 +1124,23 @@ mod tests {
                      server_no_context_takeover, permessage-deflate";
         assert_eq!(
             DeflateParams::negotiate([offer.as_bytes()], &default),
-            Some(params(true, true, 8, 15))
+            Some(offered(params(true, true, 8, 15)))
         );
     }
 
-    fn params_with_server_bits(bits: u8) -> DeflateParams {
+    /// An offer (or an answer) that carried `server_max_window_bits`.
+    fn offered(params: DeflateParams) -> DeflateParams {
         DeflateParams {
+            server_window_offered: true,
+            ..params
+        }
+    }
+
+    fn params_with_server_bits(bits: u8) -> DeflateParams {
+        offered(DeflateParams {
             server_max_window_bits: bits,
             ..PLAIN
-        }
+        })
     }
 
     #[test]
@@ -1118,14 +1171,14 @@ mod tests {
                 [&b"permessage-deflate; server_max_window_bits=12; client_max_window_bits=8"[..]],
                 &config
             ),
-            Some(params(true, true, 10, 8))
+            Some(offered(params(true, true, 10, 8)))
         );
         assert_eq!(
             DeflateParams::negotiate(
                 [&b"permessage-deflate; server_max_window_bits=9"[..]],
                 &config
             ),
-            Some(params(true, true, 9, 15))
+            Some(offered(params(true, true, 9, 15)))
         );
     }
 
@@ -1241,7 +1294,7 @@ mod tests {
         );
         // A server with the default configuration grants all of it.
         let server = DeflateParams::negotiate([offer.as_bytes()], &DeflateConfig::new()).unwrap();
-        assert_eq!(server, params(true, true, 10, 9));
+        assert_eq!(server, offered(params(true, true, 10, 9)));
         let client = DeflateParams::from_response(server.to_header().as_bytes(), &config).unwrap();
         assert_eq!(client, server);
     }
@@ -1271,18 +1324,18 @@ mod tests {
             (
                 &plain,
                 "permessage-deflate; server_max_window_bits=11",
-                params(false, false, 11, 15),
+                offered(params(false, false, 11, 15)),
             ),
             (
                 &asking,
                 "permessage-deflate; server_no_context_takeover; server_max_window_bits=10",
-                params(true, true, 10, 12),
+                offered(params(true, true, 10, 12)),
             ),
             (
                 &asking,
                 "permessage-deflate; server_no_context_takeover; server_max_window_bits=8; \
                  client_max_window_bits=9",
-                params(true, true, 8, 9),
+                offered(params(true, true, 8, 9)),
             ),
         ];
         for (config, response, expected) in ok {

@@ -4,9 +4,9 @@
 use alloc::boxed::Box;
 use bytes::{Bytes, BytesMut};
 
-use crate::conn::{Phase, Protocol, Wire};
+use crate::conn::{Close, Phase, Protocol, Wire};
 use crate::encoder::Frame;
-use crate::error::{Error, InvalidInput, Limit, WsField};
+use crate::error::{Error, InvalidInput, Limit, Refusal, Timeout, WsField};
 use crate::websocket::close::{self, CloseFrame};
 use crate::websocket::config::WsConfig;
 #[cfg(feature = "deflate")]
@@ -285,11 +285,17 @@ impl WebSocket {
     /// and a reason of at most 123 bytes. From then on the events end with
     /// the peer's answer ([`WsEvent::Close`]); push nothing after it.
     ///
+    /// Once the peer's close came, the protocol answers it itself (after
+    /// the messages queued before it), as it closes a connection that
+    /// failed: there is no close left to send then.
+    ///
     /// # Errors
     ///
     /// [`Unencodable::TooLong`](crate::Unencodable::TooLong) for a long
     /// reason, [`InvalidConfig`](crate::Misuse::InvalidConfig) for a code
-    /// that may not be sent.
+    /// that may not be sent,
+    /// [`Unencodable::WsClosed`](crate::Unencodable::WsClosed) once a
+    /// close was made or the close handshake is over.
     pub fn close(&mut self, code: u16, reason: &str) -> Result<Frame, Error> {
         if !close::is_sendable(code) {
             return Err(Error::invalid_config(
@@ -299,9 +305,12 @@ impl WebSocket {
             ));
         }
         control_len(2 + reason.len())?;
-        if self.closing == Closing::Open {
-            self.closing = Closing::Sent;
+        if self.closing != Closing::Open {
+            return Err(Error::Misuse(crate::error::Misuse::Unencodable(
+                crate::error::Unencodable::WsClosed,
+            )));
         }
+        self.closing = Closing::Sent;
         Ok(self.close_frame(Some(code), reason.as_bytes()))
     }
 
@@ -349,7 +358,7 @@ impl WebSocket {
 
     /// Checks a new frame's header against the role, the message in
     /// progress and the limits, and starts reading it.
-    fn start(&mut self, head: Head) -> Result<(), Error> {
+    fn start(&mut self, head: Head, max_buffered: usize) -> Result<(), Error> {
         let masked = head.mask.is_some();
         if masked != (self.role == Role::Server) {
             return Err(bad(WsField::Mask));
@@ -377,8 +386,11 @@ impl WebSocket {
                 head.len,
             ));
         }
+        let compressed = self.message.map_or(head.rsv1, |m| m.compressed);
+        // A compressed message's limit counts what it inflates to, which
+        // the inflater bounds; its frames' lengths say nothing of that.
         let so_far = self.message.map_or(0, |m| m.len);
-        if !head.rsv1 && so_far.saturating_add(head.len) > self.config.get_max_message() {
+        if !compressed && so_far.saturating_add(head.len) > self.config.get_max_message() {
             let attempted = so_far.saturating_add(head.len);
             return Err(over(
                 Limit::MessageLength,
@@ -386,8 +398,13 @@ impl WebSocket {
                 attempted,
             ));
         }
-        let compressed = self.message.map_or(head.rsv1, |m| m.compressed);
         let streaming = !compressed && head.len > self.config.get_stream_above();
+        // A frame read whole (compressed, or not above `stream_above`)
+        // that the buffer cannot hold would wait for ever: too big.
+        let whole = (head.head_len as u64).saturating_add(head.len);
+        if !streaming && whole > max_buffered as u64 {
+            return Err(over(Limit::Buffer, max_buffered as u64, whole));
+        }
         let message = self.message.get_or_insert(Message {
             kind,
             len: 0,
@@ -462,7 +479,8 @@ impl WebSocket {
                 if let Some(event) = self.whole_message(wire, &head) {
                     return Ok(Some(event));
                 }
-                self.start(head).map_err(|e| at(e, here))?;
+                let max_buffered = wire.recv().config().get_max_buffered();
+                self.start(head, max_buffered).map_err(|e| at(e, here))?;
             }
             let have = self.unmask_new(wire).map_err(|e| at(e, here))?;
             let Some(reading) = self.reading else {
@@ -706,11 +724,7 @@ impl WebSocket {
             OpCode::Ping => {
                 if self.config.get_auto_pong() && self.closing == Closing::Open {
                     let pong = self.frame(true, false, OpCode::Pong, payload.clone());
-                    // No room (a peer that pings and does not read):
-                    // reading waits for the pong to go.
-                    if let Err(refused) = wire.reply(pong) {
-                        self.owed = Some(Owed::Pong(refused.into_parts().1));
-                    }
+                    self.reply(wire, pong);
                 }
                 Ok(self.config.get_pings().then_some(WsEvent::Ping(payload)))
             }
@@ -727,6 +741,23 @@ impl WebSocket {
                 self.closing = Closing::Done;
                 Ok(Some(WsEvent::Close(frame)))
             }
+        }
+    }
+
+    /// Queues a pong on the urgent lane; `false` when it must wait for
+    /// room (a peer that pings and does not read): it is owed, and
+    /// reading waits for it to go. A closed queue (the write side shut or
+    /// failed) will never take it: it is dropped, and reading goes on.
+    fn reply(&mut self, wire: &mut Wire<'_>, pong: Frame) -> bool {
+        match wire.reply(pong) {
+            Ok(_) => true,
+            Err(refused) => match refused.into_parts() {
+                (Refusal::Full(_), pong) => {
+                    self.owed = Some(Owed::Pong(pong));
+                    false
+                }
+                (Refusal::Closed, _) => true,
+            },
         }
     }
 
@@ -832,14 +863,10 @@ impl Protocol for WebSocket {
     type Event = WsEvent;
 
     fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
-        match self.owed.take() {
-            Some(Owed::Pong(pong)) => {
-                if let Err(refused) = wire.reply(pong) {
-                    self.owed = Some(Owed::Pong(refused.into_parts().1));
-                    return Ok(None);
-                }
+        if let Some(Owed::Pong(pong)) = self.owed.take() {
+            if !self.reply(wire, pong) {
+                return Ok(None);
             }
-            None => {}
         }
         if self.done {
             return Ok(None);
@@ -852,6 +879,22 @@ impl Protocol for WebSocket {
             Ok(event) => Ok(event),
             Err(e) => Err(self.fail(wire, e)),
         }
+    }
+
+    /// A timeout ends the connection with a close 1001 (going away) after
+    /// the messages queued before it, unless a close went out already,
+    /// then a clean end: the close says why, so even a frame left half
+    /// read is no reset.
+    fn on_timeout(&mut self, wire: &mut Wire<'_>, timeout: Timeout) -> Close {
+        self.restore(wire);
+        if self.closing == Closing::Open {
+            let code = close::close_code_for(&Error::TimedOut(timeout));
+            let close = self.close_frame(Some(code), &[]);
+            wire.farewell(close);
+        }
+        self.closing = Closing::Done;
+        self.done = true;
+        Close::Clean
     }
 
     /// Drops the zlib state that no message needs between messages (a

@@ -652,6 +652,31 @@ impl WriteQueue {
         if let Err(e) = self.admit(lane, frame.len()) {
             return Err(Rejected::new(e, frame));
         }
+        Ok(self.append_frame(lane, frame))
+    }
+
+    /// Queues a connection's last frame (a WebSocket close) in the bulk
+    /// lane, after everything queued, whatever the lane's limits: it must
+    /// not overtake the data before it, and waiting for room could wait
+    /// for ever on a peer that stopped reading (the connection's linger
+    /// deadline ends that). A protocol's farewell is small (a close frame
+    /// is at most 131 bytes), and there is one per connection, so the
+    /// lane goes over its limits by that much at most. Refused only after
+    /// [`close`](Self::close).
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn push_last_frame(
+        &mut self,
+        frame: Frame,
+    ) -> Result<Ticket, Rejected<Frame, Refusal>> {
+        if self.closed {
+            return Err(Rejected::new(Refusal::Closed, frame));
+        }
+        Ok(self.append_frame(Lane::Bulk, frame))
+    }
+
+    /// Counts and appends an admitted frame.
+    #[inline(always)]
+    fn append_frame(&mut self, lane: Lane, frame: Frame) -> Ticket {
         let ticket = self.account(lane, frame.len());
         let (head, body, tail) = frame.into_raw();
         self.append_part(lane, head);
@@ -659,7 +684,7 @@ impl WriteQueue {
             self.append(lane, body);
         }
         self.append_part(lane, tail);
-        Ok(ticket)
+        ticket
     }
 
     /// Counts an admitted push of `len` bytes and names it.
