@@ -141,10 +141,12 @@ where
                     client.close().await?;
                     return Ok(moved);
                 };
-                backend
-                    .conn_mut()
-                    .protocol_mut()
-                    .expect_response(request.method());
+                let client_side = backend.conn_mut().protocol_mut();
+                if request.is_upgrade() {
+                    client_side.expect_upgrade(request.method());
+                } else {
+                    client_side.expect_response(request.method());
+                }
                 moved.up += request.as_bytes().len() as u64;
                 backend.send(request.as_bytes().clone()).await?;
                 current = Some((target, request.body() == Body::Chunked));

@@ -203,7 +203,7 @@ pub async fn connect_with(
     let mut entropy = OsEntropy::new();
     let (handshake, request) = ClientHandshake::new(host, target, &connect_config(), &mut entropy)?;
     let mut client = Client::new();
-    client.expect_response("GET");
+    client.expect_upgrade("GET");
     let mut http = Connection::with_config(socket, client, conn_config());
     http.send(request).await?;
     http.flush().await?;

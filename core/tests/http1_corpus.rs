@@ -278,7 +278,7 @@ fn check(v: &Value) -> Result<(), String> {
         if response {
             let mut client = Client::new();
             for _ in 0..64 {
-                client.expect_response(&method);
+                client.expect_upgrade(&method); // a 101 answers an offered upgrade (rule 5)
             }
             run(client, pieces, eof)
         } else {

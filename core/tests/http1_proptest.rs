@@ -277,7 +277,7 @@ fn origin_target() -> impl Strategy<Value = String> {
 fn host() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => "[a-z0-9]([a-z0-9.-]{0,15})(:[0-9]{1,5})?",
-        1 => "\\[[0-9a-f:]{1,12}\\](:[0-9]{1,4})?",
+        1 => "\\[(::1|2001:db8::[0-9a-f]{1,4}|[0-9a-f]{1,4}(:[0-9a-f]{1,4}){7})\\](:[0-9]{1,4})?",
     ]
 }
 
@@ -521,7 +521,7 @@ impl Case {
     fn client(&self) -> Client {
         let mut client = Client::new();
         for method in &self.asked {
-            client.expect_response(method);
+            client.expect_upgrade(method);
         }
         client
     }

@@ -499,7 +499,7 @@ fn check(v: &Vector) -> Result<(), String> {
         Side::Client(methods) => check_as(v, || {
             let mut client = Client::with_config(v.config);
             for m in methods {
-                client.expect_response(m);
+                client.expect_upgrade(m);
             }
             client
         }),
@@ -2704,7 +2704,7 @@ fn a_client_switches_after_101_and_after_a_2xx_to_connect() {
     ];
     for (method, response) in cases {
         let mut client = Client::new();
-        client.expect_response(method);
+        client.expect_upgrade(method);
         let mut conn = Conn::new(client, T0);
         conn.feed(&[response, b"\x00tunnel"].concat(), T0).unwrap();
         let Some(ClientEvent::Head(head)) = conn.poll_event().unwrap() else {
@@ -2719,4 +2719,543 @@ fn a_client_switches_after_101_and_after_a_2xx_to_connect() {
             Some(Bytes::from_static(b"\x00tunnel"))
         );
     }
+}
+
+// ----- random input: split invariance, no panic -----
+
+fn describe<P: Role>(out: &Outcome<P::Event>) -> String {
+    let events: Vec<Ev> = out.events.iter().map(P::brief).collect();
+    format!(
+        "events={events:?} error={:?} rest=\"{}\"",
+        out.error,
+        escaped(&out.rest)
+    )
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+}
+
+const PIECES: &[&[u8]] = &[
+    b"GET / HTTP/1.1\r\n",
+    b"POST /x HTTP/1.1\r\n",
+    b"HEAD / HTTP/1.0\r\n",
+    b"CONNECT a:1 HTTP/1.1\r\n",
+    b"HTTP/1.1 200 OK\r\n",
+    b"HTTP/1.1 100 Continue\r\n",
+    b"HTTP/1.1 101 S\r\n",
+    b"HTTP/1.0 204 N\r\n",
+    b"HTTP/1.1 304 N\r\n",
+    b"Host: a\r\n",
+    b"Host: a:1\r\n",
+    b"Transfer-Encoding: chunked\r\n",
+    b"Content-Length: 3\r\n",
+    b"Content-Length: 0\r\n",
+    b"Connection: close\r\n",
+    b"Connection: keep-alive\r\n",
+    b"Connection: upgrade\r\nUpgrade: ws\r\n",
+    b"X: y\r\n",
+    b"\r\n",
+    b"\n",
+    b"\r",
+    b" ",
+    b"\t",
+    b":",
+    b";",
+    b"=",
+    b"\"",
+    b"\\",
+    b"\x00",
+    b"\x7f",
+    b"\xff",
+    b"3\r\nabc\r\n",
+    b"0\r\n\r\n",
+    b"0\r\nT: v\r\n\r\n",
+    b"1;e=\"q\\\"\"\r\nz\r\n",
+    b"abc",
+    b"ffffffffffffffff\r\n",
+    b"0000000000000000000001\r\n",
+    b"Expect: 100-continue\r\n",
+    b"a",
+    b"0",
+    b"5",
+    b"X: aaaaaaaaaaaaaaa\r\n",
+    b"1;aaaaaaaaaaaaaaaaaaaaaa\r\nz\r\n",
+    b"1;a=\"aaaaaaaaaaa\"\r\nz\r\n",
+    b"0\r\nTrailerrrrrrrr: vvvvvvvvvvv\r\n\r\n",
+    b"Transfer-Encoding: gzip\r\n",
+    b"Content-Length: 1, 1\r\n",
+    b"3 \r\nabc\r\n",
+];
+
+fn random_input(rng: &mut Rng) -> Vec<u8> {
+    let mut out = Vec::new();
+    let n = 1 + rng.below(14);
+    for _ in 0..n {
+        let p = rng.pick(PIECES);
+        out.extend_from_slice(p);
+    }
+    // a few byte flips
+    for _ in 0..rng.below(3) {
+        if !out.is_empty() {
+            let i = rng.below(out.len());
+            out[i] = *rng.pick(&[
+                b'\r', b'\n', b' ', b'\t', 0u8, b'0', b'a', b':', b';', 0x7f, 0x80,
+            ]);
+        }
+    }
+    out
+}
+
+fn random_config(rng: &mut Rng) -> Http1Config {
+    let mut c = Http1Config::default()
+        .allow_bare_lf(rng.below(3) == 0)
+        .allow_chunk_size_whitespace(rng.below(3) == 0)
+        .allow_equal_content_lengths(rng.below(3) == 0)
+        .max_chunk_extensions(*rng.pick(&[0u64, 1, 5, 16 * 1024, u64::MAX]))
+        .max_body(*rng.pick(&[None, Some(0), Some(2), Some(5)]));
+    if rng.below(2) == 0 {
+        c = c.max_head(*rng.pick(&[2usize, 10, 40, 80])).unwrap();
+    }
+    if rng.below(2) == 0 {
+        c = c.max_line(*rng.pick(&[16usize, 20, 40])).unwrap();
+    }
+    if rng.below(2) == 0 {
+        c = c.max_headers(*rng.pick(&[1usize, 2, 3])).unwrap();
+    }
+    if rng.below(2) == 0 {
+        c = c.max_trailers(*rng.pick(&[2usize, 5, 12])).unwrap();
+    }
+    c
+}
+
+fn compare_feedings<P: Role>(input: &[u8], eof: bool, make: &dyn Fn() -> P) -> Result<(), String> {
+    let whole = run(make(), &[input], eof);
+    let mut feeds: Vec<(String, Vec<&[u8]>)> =
+        vec![("byte by byte".into(), input.chunks(1).collect())];
+    for split in 1..input.len() {
+        feeds.push((
+            format!("split {split}"),
+            vec![&input[..split], &input[split..]],
+        ));
+    }
+    // a few random multi-way cuts
+    let mut r = Rng(input.len() as u64 * 7919 + 1);
+    for _ in 0..8 {
+        if input.len() < 3 {
+            break;
+        }
+        let mut cuts: Vec<usize> = (0..1 + r.below(5))
+            .map(|_| 1 + r.below(input.len() - 1))
+            .collect();
+        cuts.sort();
+        cuts.dedup();
+        let mut pieces = Vec::new();
+        let mut at = 0;
+        for c in &cuts {
+            pieces.push(&input[at..*c]);
+            at = *c;
+        }
+        pieces.push(&input[at..]);
+        feeds.push((format!("cuts {cuts:?}"), pieces));
+    }
+    for (how, pieces) in feeds {
+        let out = run(make(), &pieces, eof);
+        let same_err = match (&whole.error, &out.error) {
+            (Some(a), Some(b)) => same_verdict(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if out.events != whole.events || !same_err || out.rest != whole.rest {
+            return Err(format!(
+                "{how}:\n   whole {}\n   this  {}",
+                describe::<P>(&whole),
+                describe::<P>(&out)
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn fuzz_split_invariance_and_no_panic() {
+    let iters: usize = std::env::var("REVIEW_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    let seed: u64 = std::env::var("REVIEW_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng(seed);
+    let mut failures = Vec::new();
+    for _ in 0..iters {
+        let input = random_input(&mut rng);
+        let config = random_config(&mut rng);
+        let eof = rng.below(2) == 0;
+        let client = rng.below(2) == 0;
+        let r = if client {
+            let methods: Vec<&str> = (0..3)
+                .map(|_| *rng.pick(&["GET", "HEAD", "CONNECT", "POST"]))
+                .collect();
+            let res = std::panic::catch_unwind(|| {
+                compare_feedings(&input, eof, &|| {
+                    let mut c = Client::with_config(config);
+                    for m in &methods {
+                        c.expect_upgrade(m);
+                    }
+                    c
+                })
+            });
+            res.map_err(|_| "PANIC".to_string())
+                .and_then(|r| r)
+                .map_err(|e| {
+                    format!(
+                        "client {methods:?} {config:?} eof={eof} \"{}\"\n  {e}",
+                        escaped(&input)
+                    )
+                })
+        } else {
+            let res = std::panic::catch_unwind(|| {
+                compare_feedings(&input, eof, &|| Server::with_config(config))
+            });
+            res.map_err(|_| "PANIC".to_string())
+                .and_then(|r| r)
+                .map_err(|e| format!("server {config:?} eof={eof} \"{}\"\n  {e}", escaped(&input)))
+        };
+        if let Err(e) = r {
+            failures.push(e);
+            if failures.len() > 15 {
+                break;
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+// ----- at the edges: Host, bodiless responses, a 101 nobody asked for -----
+
+/// RFC 9112 section 6.3 rule 1: a response to HEAD, or with a
+/// 1xx, 204 or 304 status, ends at its empty line "regardless of the header
+/// fields present"; rule 2: a client "MUST ignore any Content-Length or
+/// Transfer-Encoding header fields" in a 2xx to CONNECT (the corpus
+/// policy, tests/data/http1/PROVENANCE.md, rules 4 and 5). Their framing
+/// fields are not read, so malformed ones fail nothing.
+#[test]
+fn bodiless_responses_ignore_their_framing_fields() {
+    let vectors = vec![
+        ok(
+            "204 with a malformed Content-Length",
+            b"HTTP/1.1 204 No Content\r\nContent-Length: x\r\n\r\n",
+            vec![head("HTTP/1.1 204 No Content", Body::Empty), Ev::End],
+        )
+        .client(&["GET"]),
+        ok(
+            "HEAD response with a Content-Length list",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\n",
+            vec![head("HTTP/1.1 200 OK", Body::Empty), Ev::End],
+        )
+        .client(&["HEAD"]),
+        ok(
+            "304 with chunked twice",
+            b"HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+            vec![head("HTTP/1.1 304 Not Modified", Body::Empty), Ev::End],
+        )
+        .client(&["GET"]),
+        ok(
+            "101 with a malformed Content-Length",
+            b"HTTP/1.1 101 Switching Protocols\r\nContent-Length: x\r\n\r\nraw",
+            vec![head("HTTP/1.1 101 Switching Protocols", Body::Empty), Ev::End],
+        )
+        .client(&["GET"])
+        .rest(b"raw"),
+        ok(
+            "100 with a malformed Content-Length, then the final response",
+            b"HTTP/1.1 100 Continue\r\nContent-Length: x\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+            vec![
+                Ev::Interim("HTTP/1.1 100 Continue".into()),
+                head("HTTP/1.1 200 OK", Body::Empty),
+                Ev::End,
+            ],
+        )
+        .client(&["GET"]),
+        ok(
+            "2xx to CONNECT with a malformed Content-Length (MUST ignore)",
+            b"HTTP/1.1 200 Connection Established\r\nContent-Length: x\r\n\r\nraw",
+            vec![head("HTTP/1.1 200 Connection Established", Body::Empty), Ev::End],
+        )
+        .client(&["CONNECT"])
+        .rest(b"raw"),
+    ];
+    run_class("bodiless responses", &vectors);
+}
+
+/// RFC 9112 section 3.2: a server MUST answer 400 to a request
+/// with "a Host header field with an invalid field value"; Host is
+/// uri-host [":" port] (RFC 9110 7.2, RFC 3986 3.2.2: reg-name is
+/// unreserved / pct-encoded / sub-delims; IP-literal is an IPv6 address or
+/// IPvFuture); PROVENANCE.md rule 16. `"` `<` `>` `{` `}` `|` `^`
+/// `` ` ``, a bare `%` and an empty or malformed IP literal are refused.
+#[test]
+fn host_value_must_be_a_uri_host() {
+    let hosts: [&[u8]; 11] = [
+        b"a\"b",
+        b"a<b>",
+        b"a{b}",
+        b"a|b",
+        b"a^b",
+        b"a`b",
+        b"a%zz",
+        b"[]",
+        b"x\"onload=alert(1)",
+        b"a<b>:80",
+        b"[1]",
+    ];
+    let inputs: Vec<Vec<u8>> = hosts
+        .iter()
+        .map(|h| [&b"GET / HTTP/1.1\r\nHost: "[..], h, b"\r\n\r\n"].concat())
+        .collect();
+    let mut vectors: Vec<Vector> = inputs
+        .iter()
+        .map(|i| bad("RFC 9112 3.2: invalid Host value", i, HttpField::Host, 400))
+        .collect();
+    // The same bytes as the authority of an absolute-form target.
+    vectors.push(bad(
+        "RFC 9112 3.2.2: invalid authority in absolute-form",
+        b"GET http://a<b>/ HTTP/1.1\r\nHost: a<b>\r\n\r\n",
+        HttpField::RequestLine,
+        400,
+    ));
+    run_class("Host values", &vectors);
+}
+
+/// A 101 to a request that offered no upgrade: RFC 9110 15.2.2 and 7.8,
+/// a server must not switch to a protocol the request did not offer (h11
+/// refuses it too). A client that took it would hand the connection over
+/// as a raw tunnel past a proxy's per-request checks (a backend tricked
+/// into a 101: "WebSocket smuggling"). Refused with `HttpField::Switch`,
+/// nothing after it parsed; a request that offered one switches.
+#[test]
+fn a_101_nobody_asked_for_is_not_a_switch() {
+    const SWITCH: &[u8] = b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\nGET /admin HTTP/1.1\r\nHost: internal\r\n\r\n";
+    let offered: [&[(&str, &[u8])]; 2] = [
+        &[("Host", b"a")],
+        &[
+            ("Host", b"a"),
+            ("Connection", b"keep-alive, Upgrade"),
+            ("Upgrade", b"websocket"),
+        ],
+    ];
+    for (headers, switches) in offered.into_iter().zip([false, true]) {
+        let mut client = Client::new();
+        client.request("GET", "/", headers, Body::Empty).unwrap();
+        let mut conn = Conn::new(client, T0);
+        conn.feed(SWITCH, T0).unwrap();
+        let first = conn.poll_event();
+        if switches {
+            assert!(
+                matches!(&first, Ok(Some(ClientEvent::Head(r))) if r.switches()),
+                "{first:?}"
+            );
+        } else {
+            assert!(
+                matches!(
+                    first,
+                    Err(Error::InvalidInput {
+                        kind: InvalidInput::Http(HttpField::Switch),
+                        offset: 9
+                    })
+                ),
+                "an unsolicited 101: {first:?}"
+            );
+            assert_eq!(conn.poll_event(), first, "final: nothing after it");
+        }
+    }
+    // Recorded by hand: `expect_response` offered none, `expect_upgrade` did.
+    for switches in [false, true] {
+        let mut client = Client::new();
+        if switches {
+            client.expect_upgrade("GET");
+        } else {
+            client.expect_response("GET");
+        }
+        let mut conn = Conn::new(client, T0);
+        conn.feed(SWITCH, T0).unwrap();
+        assert_eq!(conn.poll_event().is_ok(), switches);
+    }
+}
+
+/// The verdict does not depend on how the bytes came, for every valid
+/// configuration, `max_head(1)` too: a CR alone at the front waits for
+/// its LF (an empty line before a request is skipped, RFC 9112 2.2)
+/// before the head's limit judges it, so fed byte by byte as whole the
+/// limit is hit at offset 2 with the CRLF consumed.
+#[test]
+fn split_invariance_with_a_one_byte_head_limit() {
+    let input = b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    let v = over(
+        "a leading CRLF under max_head(1)",
+        input,
+        Limit::HeadLength,
+        431,
+    )
+    .rest(&input[2..])
+    .config(Http1Config::default().max_head(1).unwrap());
+    if let Err(why) = check(&v) {
+        panic!("{why}");
+    }
+}
+
+/// Leading zeros of a chunk size take from the size line's bound (16
+/// hex digits, CR, LF, and what is left of the extension budget), as the
+/// `max_chunk_extensions` doc says: no size line is unbounded. With the
+/// default budget a 21-digit size goes through; with none, it is refused.
+#[test]
+fn chunk_size_leading_zeros_take_from_the_line_bound() {
+    let input = [CHUNKED, b"000000000000000000005\r\nhello\r\n0\r\n\r\n"].concat();
+    let taken = ok(
+        "leading zeros, no extension, the default budget",
+        &input,
+        vec![post(Body::Chunked), data(b"hello"), Ev::End],
+    );
+    let refused = over(
+        "leading zeros, no extension, max_chunk_extensions(0)",
+        &input,
+        Limit::ChunkExtension,
+        400,
+    )
+    .events(vec![post(Body::Chunked)])
+    .rest(&input[CHUNKED.len()..])
+    .config(Http1Config::default().max_chunk_extensions(0));
+    for v in [taken, refused] {
+        if let Err(why) = check(&v) {
+            panic!("{why}");
+        }
+    }
+}
+
+/// Empty Transfer-Encoding elements are refused (PROVENANCE.md rule 14),
+/// as hyper and llhttp refuse them: RFC 9110 5.6.1 would have a recipient
+/// skip them, but a proxy that forwards the field as it came must not
+/// frame `chunked,` as chunked where the next parser may not.
+#[test]
+fn transfer_encoding_empty_elements_follow_the_documented_policy() {
+    let vectors = vec![
+        bad(
+            "trailing comma",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked,\r\n\r\n0\r\n\r\n",
+            HttpField::TransferEncoding,
+            400,
+        ),
+        bad(
+            "leading comma",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ,chunked\r\n\r\n0\r\n\r\n",
+            HttpField::TransferEncoding,
+            400,
+        ),
+        bad(
+            "empty element in the middle",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked , ,\r\n\r\n0\r\n\r\n",
+            HttpField::TransferEncoding,
+            400,
+        ),
+        bad(
+            "a second, empty, Transfer-Encoding line after chunked",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: \r\n\r\n0\r\n\r\n",
+            HttpField::TransferEncoding,
+            400,
+        ),
+        bad(
+            "an empty Transfer-Encoding line before chunked",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            HttpField::TransferEncoding,
+            400,
+        ),
+    ];
+    run_class("Transfer-Encoding empty elements", &vectors);
+}
+
+/// Attacker vectors, handled as RFC 9112 asks
+/// (every feeding: whole, byte by byte, every two-way split).
+#[test]
+fn checked_vectors_hold() {
+    let refused = vec![
+        bad(
+            "chunked, identity",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n",
+            HttpField::TransferEncoding,
+            400,
+        ),
+        bad(
+            "chunked;q=1 is another coding",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;q=1\r\n\r\n0\r\n\r\n",
+            HttpField::TransferCoding,
+            501,
+        ),
+        bad(
+            "LF-only request",
+            b"GET / HTTP/1.1\nHost: a\n\n",
+            HttpField::LineEnding,
+            400,
+        ),
+        bad(
+            "Host with userinfo",
+            b"GET / HTTP/1.1\r\nHost: u@a\r\n\r\n",
+            HttpField::Host,
+            400,
+        ),
+        bad(
+            "absolute-form authority differs from Host",
+            b"GET http://b/ HTTP/1.1\r\nHost: a\r\n\r\n",
+            HttpField::Host,
+            400,
+        ),
+        bad(
+            "unterminated quoted extension",
+            &chunked(b"1;a=\"x\r\nx\r\n0\r\n\r\n"),
+            HttpField::ChunkExtension,
+            400,
+        )
+        .events(vec![post(Body::Chunked)])
+        .rest(b"1;a=\"x\r\nx\r\n0\r\n\r\n"),
+        bad(
+            "DEL in a value",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x7f\r\n\r\n",
+            HttpField::HeaderValue,
+            400,
+        ),
+    ];
+    run_class("checked refusals", &refused);
+    let accepted = vec![
+        ok("TE with a trailing tab", b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\t\r\n\r\n0\r\n\r\n", vec![post(Body::Chunked), Ev::End]),
+        ok("Content-Length: 00005", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 00005\r\n\r\nhello", vec![post(Body::Length(5)), data(b"hello"), Ev::End]),
+        ok("19-digit chunk size", &chunked(b"0000000000000000001\r\nx\r\n0\r\n\r\n"), vec![post(Body::Chunked), data(b"x"), Ev::End]),
+        ok("quoted-pair in an extension", &chunked(b"1;a=\"\\\"x\\\\\"\r\nx\r\n0\r\n\r\n"), vec![post(Body::Chunked), data(b"x"), Ev::End]),
+        ok("close wins over keep-alive", b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close, keep-alive\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n",
+            vec![head("GET / HTTP/1.1", Body::Empty), Ev::End]).rest(b"GET /2 HTTP/1.1\r\nHost: a\r\n\r\n"),
+        ok("HTTP/1.0 keep-alive, then a 1.0 request that closes", b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /2 HTTP/1.0\r\n\r\nGET /3 HTTP/1.0\r\n\r\n",
+            vec![head("GET / HTTP/1.0", Body::Empty), Ev::End, head("GET /2 HTTP/1.0", Body::Empty), Ev::End]).rest(b"GET /3 HTTP/1.0\r\n\r\n"),
+        ok("nothing parsed after an upgrade", b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n",
+            vec![head("GET / HTTP/1.1", Body::Empty), Ev::End]).rest(b"GET /2 HTTP/1.1\r\nHost: a\r\n\r\n"),
+        ok("HEAD response with Content-Length", b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+            vec![head("HTTP/1.1 200 OK", Body::Empty), Ev::End]).client(&["HEAD"]),
+    ];
+    run_class("checked acceptances", &accepted);
 }

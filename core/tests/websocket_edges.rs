@@ -833,7 +833,7 @@ fn client_bytes_after_101_are_the_first_frame() {
     )
     .unwrap();
     let mut client = Client::new();
-    client.expect_response("GET");
+    client.expect_upgrade("GET");
     let mut conn = Conn::new(client, NOW);
     let mut bytes =
         b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\

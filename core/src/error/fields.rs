@@ -107,6 +107,11 @@ pub enum HttpField {
     /// routes the message: Content-Length, Transfer-Encoding, Host,
     /// Trailer), or a malformed trailer section.
     Trailer,
+    /// A 101 (Switching Protocols) answering a request that offered no
+    /// upgrade: a server must not switch to a protocol the request did
+    /// not ask for (RFC 9110, section 15.2.2), and a client that took it
+    /// would hand the connection over as a tunnel past its own checks.
+    Switch,
 }
 
 /// Which part of a PROXY protocol header was malformed, for
@@ -164,6 +169,7 @@ impl fmt::Display for HttpField {
             Self::ChunkExtension => "HTTP chunk extension",
             Self::ChunkDataEnd => "HTTP chunk end (data not followed by CRLF)",
             Self::Trailer => "HTTP trailer",
+            Self::Switch => "HTTP 101 to a request that offered no upgrade",
         })
     }
 }

@@ -111,12 +111,28 @@ impl Client {
 
     /// Records that a request with `method` went out: the responses are
     /// framed in this order (no body for HEAD, a tunnel after a 2xx to
-    /// CONNECT).
+    /// CONNECT). A 101 answering it is refused
+    /// ([`HttpField::Switch`](crate::HttpField::Switch)): the request
+    /// offered no upgrade; record one that did with
+    /// [`expect_upgrade`](Self::expect_upgrade).
     pub fn expect_response(&mut self, method: &str) {
         self.asked.push_back(match method {
             "HEAD" => Asked::Head,
             "CONNECT" => Asked::Connect,
             _ => Asked::Other,
+        });
+    }
+
+    /// Records that a request offering a protocol upgrade went out
+    /// (`Connection: upgrade` and `Upgrade`, a WebSocket handshake's): a
+    /// 101 answering it ends the HTTP protocol ([`Response::switches`]);
+    /// any other response is framed as for
+    /// [`expect_response`](Self::expect_response).
+    pub fn expect_upgrade(&mut self, method: &str) {
+        self.asked.push_back(match method {
+            "HEAD" => Asked::Head,
+            "CONNECT" => Asked::Connect,
+            _ => Asked::Upgrade,
         });
     }
 
@@ -141,7 +157,11 @@ impl Client {
         body: Body,
     ) -> Result<Bytes, Error> {
         let head = encode::request(method, target, headers, body)?;
-        self.expect_response(method);
+        if offers_upgrade(headers) {
+            self.expect_upgrade(method);
+        } else {
+            self.expect_response(method);
+        }
         Ok(head)
     }
 
@@ -179,6 +199,21 @@ impl Client {
         self.received = 0;
         Ok(Some(ClientEvent::Head(response)))
     }
+}
+
+/// Whether `headers` offer a protocol upgrade: an `Upgrade` field and an
+/// `upgrade` token in `Connection` (RFC 9110, section 7.8).
+fn offers_upgrade(headers: &[(&str, &[u8])]) -> bool {
+    let upgrade = headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("upgrade"));
+    let connection = headers.iter().any(|(name, value)| {
+        name.eq_ignore_ascii_case("connection")
+            && value
+                .split(|&b| b == b',')
+                .any(|token| crate::http1::head::trim_ows(token).eq_ignore_ascii_case(b"upgrade"))
+    });
+    upgrade && connection
 }
 
 fn fresh() -> State {

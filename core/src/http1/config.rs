@@ -129,6 +129,10 @@ impl Http1Config {
     /// The chunk-extension bytes one message may carry, over all its
     /// chunks (`LimitExceeded { limit: ChunkExtension }`). 0 refuses every
     /// extension.
+    ///
+    /// A chunk-size line may run 18 bytes past what is left of it (16 hex
+    /// digits, CR, LF) before it is refused with this limit: leading zeros
+    /// past 16 digits take from it too, so that no line is unbounded.
     #[must_use]
     pub fn max_chunk_extensions(mut self, bytes: u64) -> Self {
         self.max_chunk_extensions = bytes;

@@ -18,6 +18,9 @@ pub(crate) struct Framing<'h> {
     pub(crate) chunked_last: bool,
     /// A coding other than `chunked`.
     pub(crate) other_coding: bool,
+    /// Where the Transfer-Encoding list went wrong: an empty element, or
+    /// one after `chunked`.
+    pub(crate) te_error: Option<usize>,
     pub(crate) host: Option<&'h [u8]>,
     pub(crate) hosts: u32,
     pub(crate) close: bool,
@@ -52,11 +55,16 @@ fn parse_length(value: &[u8]) -> Option<u64> {
 }
 
 impl<'h> Framing<'h> {
-    /// Reads the fields that frame and route a message.
+    /// Reads the fields that frame and route a message; the framing ones
+    /// (Content-Length, Transfer-Encoding) only if `framed`: a response
+    /// that has no body whatever its fields say (to HEAD, 1xx, 204, 304,
+    /// a 2xx to CONNECT) ignores them (RFC 9112, section 6.3, rules 1
+    /// and 2), values included.
     pub(crate) fn read(
         headers: &[httparse::Header<'h>],
         config: &Http1Config,
         head: &[u8],
+        framed: bool,
     ) -> Result<Self, Bad> {
         let mut f = Framing::default();
         for h in headers {
@@ -85,7 +93,7 @@ impl<'h> Framing<'h> {
                         }
                     }
                 }
-                14 if name.eq_ignore_ascii_case(b"content-length") => {
+                14 if framed && name.eq_ignore_ascii_case(b"content-length") => {
                     let mut any = false;
                     for element in value().split(|&b| b == b',') {
                         let element = crate::http1::head::trim_ows(element);
@@ -102,12 +110,18 @@ impl<'h> Framing<'h> {
                         return Err(Bad::Field(HttpField::ContentLength, at()));
                     }
                 }
-                17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                17 if framed && name.eq_ignore_ascii_case(b"transfer-encoding") => {
                     f.te = true;
-                    for coding in elements(value()) {
-                        if f.chunked_last {
+                    // Every element, empty ones too: `chunked,` is not
+                    // `chunked` to every parser a message may cross.
+                    let codings = value().split(|&b| b == b',');
+                    for coding in codings.map(crate::http1::head::trim_ows) {
+                        if coding.is_empty() || f.chunked_last {
                             // Anything after chunked (chunked again too).
-                            return Err(Bad::Field(HttpField::TransferEncoding, at()));
+                            // Refused once the message's framing is known:
+                            // with a Content-Length too, that comes first.
+                            f.te_error.get_or_insert(at());
+                            break;
                         }
                         if coding.eq_ignore_ascii_case(b"chunked") {
                             f.chunked_last = true;
@@ -134,6 +148,9 @@ pub(crate) fn request_body(f: &Framing<'_>, version: Version) -> Result<Body, Ba
     if f.te {
         if f.content_length.is_some() {
             return Err(Bad::Field(HttpField::BothFraming, 0));
+        }
+        if let Some(at) = f.te_error {
+            return Err(Bad::Field(HttpField::TransferEncoding, at));
         }
         if version == Version::Http10 {
             return Err(Bad::Field(HttpField::TransferEncoding, 0));

@@ -25,47 +25,93 @@ pub(crate) fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
     Some(&rest[..end])
 }
 
-/// The bytes a host name (or IPv4 address) may hold: visible ASCII but
-/// `@ / ? # [ ] : \`.
+/// The bytes a reg-name (or IPv4 address) may hold besides `%`
+/// (RFC 3986, section 3.2.2): unreserved (letters, digits, `-._~`) and
+/// sub-delims (`!$&'()*+,;=`).
 static NAME_BYTE: [bool; 256] = {
     let mut table = [false; 256];
-    let mut b: u8 = 0x21;
-    while b < 0x7f {
-        table[b as usize] = !matches!(b, b'@' | b'/' | b'?' | b'#' | b'[' | b']' | b':' | b'\\');
+    let mut b: u8 = 0;
+    loop {
+        table[b as usize] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+            );
+        if b == u8::MAX {
+            break;
+        }
         b += 1;
     }
     table
 };
 
-/// Whether `value` is a `host[:port]` (RFC 9110, section 7.2): an IPv6
-/// literal in brackets or a name or IPv4 address without `:`, `@`, `/`,
-/// brackets or spaces, then an optional `:` and digits. Empty is allowed
-/// (a target without an authority).
+/// Whether `value` is a `uri-host[:port]` (RFC 9110, section 7.2; RFC
+/// 3986, section 3.2.2): an IP literal in brackets (an IPv6 address or
+/// an IPvFuture), or a reg-name or IPv4 address (unreserved bytes,
+/// sub-delims and `%HH`), then an optional `:` and digits. Empty is
+/// allowed (a target without an authority).
 pub(crate) fn is_host(value: &[u8]) -> bool {
     if value.first() == Some(&b'[') {
         return is_ip_literal_host(value);
     }
-    for (i, &b) in value.iter().enumerate() {
-        if b == b':' {
-            return is_port(&value[i..]);
-        }
-        if !NAME_BYTE[usize::from(b)] {
-            return false;
+    let mut i = 0;
+    while let Some(&b) = value.get(i) {
+        match b {
+            b':' => return is_port(&value[i..]),
+            b'%' => {
+                let hex = value.get(i + 1..i + 3);
+                if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
+                    return false;
+                }
+                i += 3;
+            }
+            _ if NAME_BYTE[usize::from(b)] => i += 1,
+            _ => return false,
         }
     }
     true
 }
 
-/// `[v6]` or `[v6]:port`.
+/// `[IP-literal]` or `[IP-literal]:port`: an IPv6 address, or
+/// `v` HEXDIG+ `.` then unreserved, sub-delims or `:` (IPvFuture).
 #[cold]
 fn is_ip_literal_host(value: &[u8]) -> bool {
     let Some(end) = value.iter().position(|&b| b == b']') else {
         return false;
     };
-    value[1..end]
-        .iter()
-        .all(|b| b.is_ascii_hexdigit() || b":.".contains(b))
-        && (end + 1 == value.len() || is_port(&value[end + 1..]))
+    let literal = &value[1..end];
+    let valid = match literal.first() {
+        Some(b'v' | b'V') => is_ipv_future(&literal[1..]),
+        _ => core::str::from_utf8(literal)
+            .is_ok_and(|text| text.parse::<core::net::Ipv6Addr>().is_ok()),
+    };
+    valid && (end + 1 == value.len() || is_port(&value[end + 1..]))
+}
+
+/// What follows the `v` of an IPvFuture: HEXDIG+ `.` then one or more
+/// unreserved, sub-delims or `:`.
+fn is_ipv_future(rest: &[u8]) -> bool {
+    let Some(dot) = rest.iter().position(|&b| b == b'.') else {
+        return false;
+    };
+    let (version, tail) = (&rest[..dot], &rest[dot + 1..]);
+    !version.is_empty()
+        && version.iter().all(u8::is_ascii_hexdigit)
+        && !tail.is_empty()
+        && tail.iter().all(|&b| b == b':' || NAME_BYTE[usize::from(b)])
 }
 
 /// `:` and digits (maybe none).

@@ -105,7 +105,7 @@ pub(crate) fn parse_request(
     }
     let version = version_of(req.version);
     let crlf = lines_end_in_crlf(head, target, req.headers);
-    let f = Framing::read(req.headers, config, head)?;
+    let f = Framing::read(req.headers, config, head, true)?;
 
     // Host: one, well formed, and the target's authority if it names one.
     let authority = if method == b"CONNECT" {
@@ -117,14 +117,15 @@ pub(crate) fn parse_request(
     if f.hosts > 1 {
         return Err(Bad::Field(HttpField::Host, 0));
     }
+    // The target before the Host field: errors come in byte order.
     let host = match (f.host, authority) {
-        (Some(host), _) if !is_host(host) => return Err(host_at(host)),
         (_, Some(authority)) if !is_host(authority) || authority.is_empty() => {
             return Err(Bad::Field(
                 HttpField::RequestLine,
                 Span::of(target, head).at as usize,
             ))
         }
+        (Some(host), _) if !is_host(host) => return Err(host_at(host)),
         (Some(host), Some(authority)) if !host.eq_ignore_ascii_case(authority) => {
             return Err(host_at(host))
         }
@@ -209,6 +210,9 @@ pub(crate) enum Asked {
     Head,
     /// CONNECT: a 2xx makes a tunnel.
     Connect,
+    /// A request that offered an upgrade (`Connection: upgrade` and
+    /// `Upgrade`): a 101 switches.
+    Upgrade,
     /// Any other method.
     Other,
 }
@@ -247,13 +251,17 @@ pub(crate) fn parse_response(
     // bytes, but gives "" for one with obs-text).
     let reason = Span::of(&line[13..], head);
     let version = version_of(res.version);
-    let f = Framing::read(res.headers, config, head)?;
+    // A 101 only answers a request that offered an upgrade.
+    if status == 101 && asked != Asked::Upgrade {
+        return Err(Bad::Field(HttpField::Switch, 9));
+    }
     let switches = status == 101 || (asked == Asked::Connect && (200..300).contains(&status));
     let bodiless = asked == Asked::Head
         || (100..200).contains(&status)
         || status == 204
         || status == 304
         || switches;
+    let f = Framing::read(res.headers, config, head, !bodiless)?;
     let body = if bodiless {
         Body::Empty
     } else if f.te {

@@ -160,6 +160,11 @@ impl Server {
 
     fn head(&mut self, recv: &mut RecvBuf, eof: bool) -> Result<Option<ServerEvent>, Error> {
         skip_empty_lines(recv, &self.config)?;
+        // A CR alone may be the start of an empty line to skip: its LF
+        // decides, whatever the head's limits (as when both came at once).
+        if recv.peek() == b"\r" && !eof {
+            return Ok(None);
+        }
         let State::Head { search } = &mut self.state else {
             return Ok(None);
         };

@@ -422,7 +422,7 @@ impl ConnectConfig {
 /// assert!(request.starts_with(b"GET /chat HTTP/1.1\r\nHost: example.com\r\n"));
 ///
 /// let mut client = Client::new();
-/// client.expect_response("GET"); // the request went out
+/// client.expect_upgrade("GET"); // the request went out
 /// let mut conn = Conn::new(client, Duration::ZERO);
 /// conn.feed(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
 ///     Sec-WebSocket-Accept: CdXSYUsvsaMthlEXWDNURGWA/1o=\r\n\r\n", Duration::ZERO)?;
@@ -446,7 +446,7 @@ impl ClientHandshake {
     /// `Sec-WebSocket-Version: 13`, the subprotocols and the extension
     /// offered, then the extra fields. Returns the state that checks the
     /// answer, and the request to send; record it on the
-    /// [`Client`](crate::http1::Client) with `expect_response("GET")`.
+    /// [`Client`](crate::http1::Client) with `expect_upgrade("GET")`.
     ///
     /// # Errors
     ///
@@ -687,7 +687,7 @@ mod tests {
 
     fn parse_response(bytes: &[u8]) -> Response {
         let mut client = Client::new();
-        client.expect_response("GET");
+        client.expect_upgrade("GET");
         let mut conn = Conn::new(client, Duration::ZERO);
         conn.feed(bytes, Duration::ZERO).unwrap();
         match conn.poll_event().unwrap() {
