@@ -41,9 +41,11 @@ pub(crate) struct Chunked {
 
 #[derive(Clone, Copy, Debug)]
 enum Step {
-    /// A size line; the bytes before `scanned` hold no LF.
+    /// A size line; the bytes before `scanned` hold no LF, and `check`
+    /// says how far they were found a valid start of a size line.
     Size {
         scanned: usize,
+        check: SizeCheck,
     },
     Data(u64),
     DataEnd,
@@ -57,7 +59,10 @@ impl BodyState {
             Body::Empty => None,
             Body::Length(n) => Some(Self::Length(n)),
             Body::Chunked => Some(Self::Chunked(Chunked {
-                step: Step::Size { scanned: 0 },
+                step: Step::Size {
+                    scanned: 0,
+                    check: SizeCheck::default(),
+                },
                 extensions: 0,
             })),
             Body::UntilClose => Some(Self::UntilClose),
@@ -179,7 +184,7 @@ impl Chunked {
     ) -> Result<Option<Piece>, Error> {
         loop {
             match self.step {
-                Step::Size { scanned } => {
+                Step::Size { scanned, mut check } => {
                     let buf = recv.peek();
                     // The longest a size line may run before its LF: the
                     // size and the extension bytes left.
@@ -196,7 +201,10 @@ impl Chunked {
                         // came.
                         let seen = &buf[..buf.len().min(most.saturating_add(1))];
                         let partial = seen.strip_suffix(b"\r").unwrap_or(seen);
-                        size_line(partial, config, true).map_err(|bad| at(bad, recv))?;
+                        // From where the last look stopped: a line that
+                        // comes a byte at a time is checked once, not from
+                        // its start at every read.
+                        check.resume(partial, config).map_err(|bad| at(bad, recv))?;
                         if seen.len() > most {
                             return Err(ext_limit(
                                 config,
@@ -208,7 +216,10 @@ impl Chunked {
                         if eof {
                             return Err(truncated(recv));
                         }
-                        self.step = Step::Size { scanned: buf.len() };
+                        self.step = Step::Size {
+                            scanned: buf.len(),
+                            check,
+                        };
                         return Ok(None);
                     };
                     let (line, crlf) = match buf[..lf].strip_suffix(b"\r") {
@@ -267,14 +278,20 @@ impl Chunked {
                         _ => return Err(at(Bad::Field(HttpField::ChunkDataEnd, 0), recv)),
                     };
                     recv.advance(n)?;
-                    self.step = Step::Size { scanned: 0 };
+                    self.step = Step::Size {
+                        scanned: 0,
+                        check: SizeCheck::default(),
+                    };
                 }
                 Step::Trailers(mut scan) => {
                     let buf = recv.peek();
                     match buf {
                         [b'\r', b'\n', ..] => {
                             recv.advance(2)?;
-                            self.step = Step::Size { scanned: 0 };
+                            self.step = Step::Size {
+                                scanned: 0,
+                                check: SizeCheck::default(),
+                            };
                             return Ok(Some(Piece::End));
                         }
                         [b'\n', ..] if config.get_allow_bare_lf() => {
@@ -323,6 +340,77 @@ fn ext_limit(config: &Http1Config, used: u64, attempted: u64, recv: &RecvBuf) ->
         max: config.get_max_chunk_extensions(),
         attempted: used.saturating_add(attempted),
         offset: recv.offset(),
+    }
+}
+
+/// Where the check of a size line that has not ended yet stopped: its
+/// first `at` bytes are a valid start of a size line, and `state` is
+/// where in the grammar the next byte falls. [`resume`](Self::resume)
+/// judges the bytes after them as [`size_line`] would judge the whole
+/// partial line, at the same places with the same errors.
+#[derive(Clone, Copy, Debug, Default)]
+struct SizeCheck {
+    at: usize,
+    state: SizeState,
+    size: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum SizeState {
+    /// The size's hex digits (none yet at the start).
+    #[default]
+    Digits,
+    /// Whitespace after the size (only where it is allowed).
+    Space,
+    /// Right after a `;`: an extension's name.
+    Semicolon,
+    Name,
+    /// Right after a `=`: a token or a quoted string.
+    Equals,
+    Token,
+    Quoted,
+    /// After a `\` in a quoted string.
+    Escape,
+    /// After a quoted string's closing quote.
+    Closed,
+}
+
+impl SizeCheck {
+    /// Checks `line[self.at..]`, a line not yet ended (without its line
+    /// end, nor a CR at its end that the LF may still follow).
+    fn resume(&mut self, line: &[u8], config: &Http1Config) -> Result<(), Bad> {
+        use SizeState::*;
+        let ext = |at| Bad::Field(HttpField::ChunkExtension, at);
+        for (at, &b) in line.iter().enumerate().skip(self.at) {
+            let token = TOKEN[usize::from(b)];
+            self.state = match (self.state, b) {
+                (Digits, _) if b.is_ascii_hexdigit() => {
+                    let digit = u64::from((b as char).to_digit(16).unwrap_or(0));
+                    self.size = self
+                        .size
+                        .checked_mul(16)
+                        .and_then(|s| s.checked_add(digit))
+                        .ok_or(Bad::Field(HttpField::ChunkSize, 0))?;
+                    Digits
+                }
+                (Digits, _) if at == 0 => return Err(Bad::Field(HttpField::ChunkSize, 0)),
+                (Digits | Space, b' ' | b'\t') if config.get_allow_chunk_size_whitespace() => Space,
+                (Digits | Space, b';') => Semicolon,
+                (Digits | Space, b'\r') => return Err(Bad::Field(HttpField::LineEnding, at)),
+                (Digits | Space, _) => return Err(Bad::Field(HttpField::ChunkSize, at)),
+                (Semicolon | Name, _) if token => Name,
+                (Name | Token | Closed, b';') => Semicolon,
+                (Name, b'=') => Equals,
+                (Equals, b'"') => Quoted,
+                (Equals | Token, _) if token => Token,
+                (Quoted, b'"') => Closed,
+                (Quoted, b'\\') => Escape,
+                (Quoted | Escape, _) if b == b'\t' || (b >= 0x20 && b != 0x7f) => Quoted,
+                _ => return Err(ext(at)),
+            };
+        }
+        self.at = self.at.max(line.len());
+        Ok(())
     }
 }
 
@@ -472,4 +560,48 @@ fn trailers(block: &[u8], config: &Http1Config) -> Result<usize, Bad> {
         }
     }
     Ok(headers.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Bytes a size line is made of, and some it must not hold.
+    fn line() -> impl Strategy<Value = Vec<u8>> {
+        let byte = prop_oneof![
+            4 => prop::sample::select(b"0123456789abcdefABCDEF".to_vec()),
+            3 => prop::sample::select(b";=\"\\ \t\rxyz-!".to_vec()),
+            1 => prop::sample::select(vec![0x00, 0x01, 0x7f, 0x80, 0xc3, b'\n']),
+        ];
+        prop::collection::vec(byte, 0..40)
+    }
+
+    proptest! {
+        /// A line checked piece by piece, from where the last look
+        /// stopped, gets the verdict of the whole partial line checked
+        /// from its start, at the same place: nothing before the first
+        /// error is refused, the first error is the same.
+        #[test]
+        fn a_resumed_check_judges_as_a_whole_one(
+            line in line(),
+            cuts in prop::collection::vec(0usize..40, 0..6),
+            whitespace in any::<bool>(),
+        ) {
+            let config = Http1Config::default().allow_chunk_size_whitespace(whitespace);
+            let mut ends: Vec<usize> = cuts.into_iter().map(|c| c.min(line.len())).collect();
+            ends.push(line.len());
+            ends.sort_unstable();
+            let mut check = SizeCheck::default();
+            for end in ends {
+                let prefix = &line[..end];
+                let whole = size_line(prefix, &config, true).map(|_| ());
+                let resumed = check.resume(prefix, &config);
+                prop_assert_eq!(&resumed, &whole, "{:?}", prefix);
+                if resumed.is_err() {
+                    break;
+                }
+            }
+        }
+    }
 }
