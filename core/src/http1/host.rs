@@ -67,22 +67,19 @@ pub(crate) fn is_host(value: &[u8]) -> bool {
     if value.first() == Some(&b'[') {
         return is_ip_literal_host(value);
     }
-    let mut i = 0;
-    while let Some(&b) = value.get(i) {
-        match b {
-            b':' => return is_port(&value[i..]),
-            b'%' => {
-                let hex = value.get(i + 1..i + 3);
-                if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
-                    return false;
-                }
-                i += 3;
-            }
-            _ if NAME_BYTE[usize::from(b)] => i += 1,
+    let mut rest = value;
+    loop {
+        // Name bytes run fast; the first other one decides.
+        let Some(i) = rest.iter().position(|&b| !NAME_BYTE[usize::from(b)]) else {
+            return true;
+        };
+        let hex = |h: &[u8]| h.iter().all(u8::is_ascii_hexdigit);
+        match rest[i] {
+            b':' => return is_port(&rest[i..]),
+            b'%' if rest.get(i + 1..i + 3).is_some_and(hex) => rest = &rest[i + 3..],
             _ => return false,
         }
     }
-    true
 }
 
 /// `[IP-literal]` or `[IP-literal]:port`: an IPv6 address, or
