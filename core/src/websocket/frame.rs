@@ -83,6 +83,7 @@ fn bad(field: WsField) -> Error {
 /// where `rsv1_allowed`), opcode, control frames (FIN, at most 125
 /// bytes), the 64-bit length's top bit. Offsets are from the frame's
 /// start; the caller shifts them.
+#[inline]
 pub(crate) fn parse(buf: &[u8], rsv1_allowed: bool) -> Result<Option<Head>, Error> {
     let (Some(&b0), Some(&b1)) = (buf.first(), buf.get(1)) else {
         return Ok(None);

@@ -748,6 +748,8 @@ impl WebSocket {
     /// room (a peer that pings and does not read): it is owed, and
     /// reading waits for it to go. A closed queue (the write side shut or
     /// failed) will never take it: it is dropped, and reading goes on.
+    // Off the path of data frames, as the pings it answers.
+    #[inline(never)]
     fn reply(&mut self, wire: &mut Wire<'_>, pong: Frame) -> bool {
         match wire.reply(pong) {
             Ok(_) => true,
