@@ -5,128 +5,14 @@
 //! encoders read back. The frames are written by an encoder of this file's
 //! own, not cleave's.
 
-use std::time::Duration;
-
 use cleave_proto::conn::{Conn, Shutdown};
-use cleave_proto::websocket::{
-    close_code_for, Assembler, CloseFrame, Kind, Part, WebSocket, WsConfig, WsEvent,
-};
+use cleave_proto::websocket::{close_code_for, Kind, Part, WebSocket, WsConfig, WsEvent};
 use cleave_proto::{Bytes, Error, InvalidInput, Limit, WsField};
 use proptest::prelude::*;
 
-const NOW: Duration = Duration::ZERO;
-
-// ----- a reference encoder -----
-
-/// One frame as RFC 6455 section 5.2 draws it.
-fn frame(fin: bool, opcode: u8, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
-    let mut out = vec![(u8::from(fin) << 7) | opcode];
-    let m = if mask.is_some() { 0x80 } else { 0 };
-    match payload.len() {
-        n if n < 126 => out.push(m | n as u8),
-        n if n < 65536 => {
-            out.push(m | 126);
-            out.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            out.push(m | 127);
-            out.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    match mask {
-        Some(key) => {
-            out.extend_from_slice(&key);
-            out.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
-        }
-        None => out.extend_from_slice(payload),
-    }
-    out
-}
-
-fn server() -> Conn<WebSocket> {
-    server_with(WsConfig::default().pings(true))
-}
-
-fn server_with(config: WsConfig) -> Conn<WebSocket> {
-    Conn::new(WebSocket::server(config), NOW)
-}
-
-/// A client whose masks count up from 1: predictable, for tests only.
-fn client_with(config: WsConfig) -> Conn<WebSocket> {
-    let mut next = 0u8;
-    let entropy = move |buf: &mut [u8]| {
-        for b in buf {
-            next = next.wrapping_add(1);
-            *b = next;
-        }
-    };
-    Conn::new(WebSocket::client(config, entropy), NOW)
-}
-
-/// Everything the connection queued, written out.
-fn drain(conn: &mut Conn<WebSocket>) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(chunk) = conn.poll_transmit_chunk() {
-        out.extend_from_slice(&chunk);
-        conn.handle_written(chunk.len(), NOW).unwrap();
-    }
-    out
-}
-
-/// What came out: whole messages (parts assembled), pings, pongs, the
-/// close, or the error that ended it.
-#[derive(Debug, Default, PartialEq)]
-struct Seen {
-    messages: Vec<(Kind, Vec<u8>)>,
-    pings: Vec<Vec<u8>>,
-    pongs: Vec<Vec<u8>>,
-    close: Option<CloseFrame>,
-    error: Option<Error>,
-}
-
-fn poll_all(conn: &mut Conn<WebSocket>, seen: &mut Seen, assembler: &mut Assembler) {
-    loop {
-        match conn.poll_event() {
-            Ok(Some(WsEvent::Text(t))) => seen.messages.push((Kind::Text, t.to_vec())),
-            Ok(Some(WsEvent::Binary(b))) => seen.messages.push((Kind::Binary, b.to_vec())),
-            Ok(Some(WsEvent::Part(part))) => {
-                if let Some((kind, whole)) = assembler.push(part) {
-                    seen.messages.push((kind, whole.to_vec()));
-                }
-            }
-            Ok(Some(WsEvent::Ping(p))) => seen.pings.push(p.to_vec()),
-            Ok(Some(WsEvent::Pong(p))) => seen.pongs.push(p.to_vec()),
-            Ok(Some(WsEvent::Close(c))) => seen.close = Some(c),
-            Ok(None) => return,
-            Err(e) => {
-                // Final: the same error again.
-                assert_eq!(conn.poll_event(), Err(e.clone()));
-                seen.error.get_or_insert(e);
-                return;
-            }
-        }
-    }
-}
-
-/// Feeds `bytes` cut at `cuts`, polling after each piece, then the end.
-fn run(mut conn: Conn<WebSocket>, bytes: &[u8], cuts: &[usize]) -> (Seen, Conn<WebSocket>) {
-    let mut seen = Seen::default();
-    let mut assembler = Assembler::new();
-    let mut at = 0;
-    let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(bytes.len())).collect();
-    cuts.sort_unstable();
-    cuts.push(bytes.len());
-    for cut in cuts {
-        if cut > at && seen.error.is_none() && seen.close.is_none() {
-            conn.feed(&bytes[at..cut], NOW).unwrap();
-            at = cut;
-        }
-        poll_all(&mut conn, &mut seen, &mut assembler);
-    }
-    conn.handle_eof(NOW);
-    poll_all(&mut conn, &mut seen, &mut assembler);
-    (seen, conn)
-}
+#[path = "support/ws.rs"]
+mod ws;
+use ws::{client_with, drain, frame, run, server, server_with, Seen, NOW};
 
 // ----- generated streams -----
 

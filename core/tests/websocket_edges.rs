@@ -12,51 +12,16 @@ use std::time::Duration;
 use cleave_proto::conn::Conn;
 use cleave_proto::http1::{Client, ClientEvent, Request, Server, ServerEvent};
 use cleave_proto::websocket::{
-    accept, AcceptConfig, Assembler, ClientHandshake, CloseFrame, ConnectConfig, DeflateConfig,
-    DeflateParams, Kind, WebSocket, WsConfig, WsEvent,
+    accept, AcceptConfig, Assembler, ClientHandshake, ConnectConfig, DeflateConfig, DeflateParams,
+    Kind, WebSocket, WsConfig, WsEvent,
 };
 use cleave_proto::{Bytes, ConnConfig, Error, InvalidInput, Limit, Misuse, Unencodable, WsField};
 
-const NOW: Duration = Duration::ZERO;
 const KEY: Option<[u8; 4]> = Some([0x11, 0x22, 0x33, 0x44]);
 
-// ----- helpers (as in tests/websocket.rs, with RSV1) -----
-
-fn frame_rsv(fin: bool, rsv1: bool, opcode: u8, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
-    let mut out = vec![(u8::from(fin) << 7) | (u8::from(rsv1) << 6) | opcode];
-    let m = if mask.is_some() { 0x80 } else { 0 };
-    match payload.len() {
-        n if n < 126 => out.push(m | n as u8),
-        n if n < 65536 => {
-            out.push(m | 126);
-            out.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            out.push(m | 127);
-            out.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    match mask {
-        Some(key) => {
-            out.extend_from_slice(&key);
-            out.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
-        }
-        None => out.extend_from_slice(payload),
-    }
-    out
-}
-
-fn frame(fin: bool, opcode: u8, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
-    frame_rsv(fin, false, opcode, payload, mask)
-}
-
-fn server_with(config: WsConfig) -> Conn<WebSocket> {
-    Conn::new(WebSocket::server(config), NOW)
-}
-
-fn server() -> Conn<WebSocket> {
-    server_with(WsConfig::default().pings(true))
-}
+#[path = "support/ws.rs"]
+mod ws;
+use ws::{drain, frame, frame_rsv, poll_all, run, server, server_with, Seen, NOW};
 
 fn params(takeover: bool) -> DeflateParams {
     DeflateParams {
@@ -73,65 +38,6 @@ fn deflate_server(config: WsConfig, takeover: bool) -> Conn<WebSocket> {
         WebSocket::server(config).with_deflate(params(takeover), &DeflateConfig::default()),
         NOW,
     )
-}
-
-fn drain(conn: &mut Conn<WebSocket>) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(chunk) = conn.poll_transmit_chunk() {
-        out.extend_from_slice(&chunk);
-        conn.handle_written(chunk.len(), NOW).unwrap();
-    }
-    out
-}
-
-#[derive(Debug, Default, PartialEq)]
-struct Seen {
-    messages: Vec<(Kind, Vec<u8>)>,
-    pings: Vec<Vec<u8>>,
-    pongs: Vec<Vec<u8>>,
-    close: Option<CloseFrame>,
-    error: Option<Error>,
-}
-
-fn poll_all(conn: &mut Conn<WebSocket>, seen: &mut Seen, assembler: &mut Assembler) {
-    loop {
-        match conn.poll_event() {
-            Ok(Some(WsEvent::Text(t))) => seen.messages.push((Kind::Text, t.to_vec())),
-            Ok(Some(WsEvent::Binary(b))) => seen.messages.push((Kind::Binary, b.to_vec())),
-            Ok(Some(WsEvent::Part(part))) => {
-                if let Some((kind, whole)) = assembler.push(part) {
-                    seen.messages.push((kind, whole.to_vec()));
-                }
-            }
-            Ok(Some(WsEvent::Ping(p))) => seen.pings.push(p.to_vec()),
-            Ok(Some(WsEvent::Pong(p))) => seen.pongs.push(p.to_vec()),
-            Ok(Some(WsEvent::Close(c))) => seen.close = Some(c),
-            Ok(None) => return,
-            Err(e) => {
-                seen.error.get_or_insert(e);
-                return;
-            }
-        }
-    }
-}
-
-fn run(mut conn: Conn<WebSocket>, bytes: &[u8], cuts: &[usize]) -> (Seen, Conn<WebSocket>) {
-    let mut seen = Seen::default();
-    let mut assembler = Assembler::new();
-    let mut at = 0;
-    let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(bytes.len())).collect();
-    cuts.sort_unstable();
-    cuts.push(bytes.len());
-    for cut in cuts {
-        if cut > at && seen.error.is_none() && seen.close.is_none() {
-            conn.feed(&bytes[at..cut], NOW).unwrap();
-            at = cut;
-        }
-        poll_all(&mut conn, &mut seen, &mut assembler);
-    }
-    conn.handle_eof(NOW);
-    poll_all(&mut conn, &mut seen, &mut assembler);
-    (seen, conn)
 }
 
 /// The close code of the first close frame in `out` (server frames, unmasked).
