@@ -11,6 +11,7 @@ use crate::http1::body::{next_piece, truncated, BodyState, Piece};
 use crate::http1::config::Http1Config;
 use crate::http1::encode;
 use crate::http1::faults::Role;
+use crate::http1::framing::elements;
 use crate::http1::head::{Body, Headers, Response};
 use crate::http1::parse::{parse_response, Asked};
 use crate::http1::reader::HeadSearch;
@@ -116,11 +117,7 @@ impl Client {
     /// offered no upgrade; record one that did with
     /// [`expect_upgrade`](Self::expect_upgrade).
     pub fn expect_response(&mut self, method: &str) {
-        self.asked.push_back(match method {
-            "HEAD" => Asked::Head,
-            "CONNECT" => Asked::Connect,
-            _ => Asked::Other,
-        });
+        self.asked.push_back(asked(method, false));
     }
 
     /// Records that a request offering a protocol upgrade went out
@@ -129,11 +126,7 @@ impl Client {
     /// any other response is framed as for
     /// [`expect_response`](Self::expect_response).
     pub fn expect_upgrade(&mut self, method: &str) {
-        self.asked.push_back(match method {
-            "HEAD" => Asked::Head,
-            "CONNECT" => Asked::Connect,
-            _ => Asked::Upgrade,
-        });
+        self.asked.push_back(asked(method, true));
     }
 
     /// How many requests wait for their response.
@@ -157,11 +150,7 @@ impl Client {
         body: Body,
     ) -> Result<Bytes, Error> {
         let head = encode::request(method, target, headers, body)?;
-        if offers_upgrade(headers) {
-            self.expect_upgrade(method);
-        } else {
-            self.expect_response(method);
-        }
+        self.asked.push_back(asked(method, offers_upgrade(headers)));
         Ok(head)
     }
 
@@ -201,6 +190,17 @@ impl Client {
     }
 }
 
+/// What a client knows of a request with `method` that went out, and
+/// whether it offered an upgrade.
+fn asked(method: &str, upgrade: bool) -> Asked {
+    match method {
+        "HEAD" => Asked::Head,
+        "CONNECT" => Asked::Connect,
+        _ if upgrade => Asked::Upgrade,
+        _ => Asked::Other,
+    }
+}
+
 /// Whether `headers` offer a protocol upgrade: an `Upgrade` field and an
 /// `upgrade` token in `Connection` (RFC 9110, section 7.8).
 fn offers_upgrade(headers: &[(&str, &[u8])]) -> bool {
@@ -209,9 +209,7 @@ fn offers_upgrade(headers: &[(&str, &[u8])]) -> bool {
         .any(|(name, _)| name.eq_ignore_ascii_case("upgrade"));
     let connection = headers.iter().any(|(name, value)| {
         name.eq_ignore_ascii_case("connection")
-            && value
-                .split(|&b| b == b',')
-                .any(|token| crate::http1::head::trim_ows(token).eq_ignore_ascii_case(b"upgrade"))
+            && elements(value).any(|token| token.eq_ignore_ascii_case(b"upgrade"))
     });
     upgrade && connection
 }

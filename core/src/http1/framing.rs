@@ -32,7 +32,7 @@ pub(crate) struct Framing<'h> {
 
 /// The comma-separated elements of a list value, without whitespace;
 /// empty elements are skipped (RFC 9110, section 5.6.1).
-fn elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(crate) fn elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
     value
         .split(|&b| b == b',')
         .map(crate::http1::head::trim_ows)
