@@ -474,7 +474,9 @@ fn the_write_side_is_shut_once_after_the_last_byte() {
     assert_eq!(conn.poll_shutdown(), Some(Shutdown::Write));
     assert_eq!(conn.poll_shutdown(), Some(Shutdown::Write));
     assert!(conn.wants_write());
+    assert_eq!(conn.write_end(), None, "closing, not shut yet");
     conn.handle_shutdown();
+    assert_eq!(conn.write_end(), Some(Shutdown::Write));
     assert_eq!(conn.poll_shutdown(), None);
     conn.close();
     assert_eq!(conn.poll_shutdown(), None, "a second close shuts nothing");
@@ -492,10 +494,13 @@ fn a_reset_drops_the_queue_and_stops_reading() {
     assert_eq!(conn.poll_transmit_chunk(), None);
     assert!(!conn.wants_read() && conn.is_read_closed());
     assert_eq!(conn.poll_shutdown(), Some(Shutdown::Reset));
+    assert_eq!(conn.write_end(), None, "resetting, not reset yet");
     conn.handle_shutdown();
+    assert_eq!(conn.write_end(), Some(Shutdown::Reset));
     assert_eq!(conn.poll_shutdown(), None);
     conn.close();
     assert_eq!(conn.poll_shutdown(), None, "no FIN after a reset");
+    assert_eq!(conn.write_end(), Some(Shutdown::Reset));
     assert!(conn.is_write_done());
     assert_eq!(
         conn.push(Bytes::from_static(b"x")).unwrap_err().error(),
@@ -511,6 +516,7 @@ fn a_write_error_drops_the_queue_and_nothing_is_shut() {
     conn.handle_write_error(ms(1));
     assert!(conn.queue().is_empty() && conn.is_write_done());
     assert_eq!(conn.poll_shutdown(), None);
+    assert_eq!(conn.write_end(), None, "failed: neither shut nor reset");
     assert!(!conn.wants_write());
     // The read side goes on.
     conn.feed(b"still read\n", ms(2)).unwrap();
@@ -765,6 +771,68 @@ fn poll_timeout_is_none_once_finished_and_a_late_timer_changes_nothing() {
     assert_eq!(conn.poll_event(), Ok(None));
     assert_eq!(conn.poll_shutdown(), None);
     assert!(conn.is_finished());
+}
+
+/// Lines, with a deadline of its own that only the test moves: a
+/// protocol that does not act on its deadline.
+#[derive(Debug)]
+struct Deadline {
+    lines: Framed<Lines>,
+    due: Option<Duration>,
+}
+
+impl Protocol for Deadline {
+    type Event = Bytes;
+
+    fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<Bytes>, Error> {
+        self.lines.poll_event(wire)
+    }
+
+    fn phase(&self) -> Phase {
+        self.lines.phase()
+    }
+
+    fn poll_timeout(&self) -> Option<Duration> {
+        self.due
+    }
+}
+
+#[test]
+fn a_protocols_deadline_fires_once_until_the_protocol_moves_it() {
+    let protocol = Deadline {
+        lines: Framed::new(Lines::new()),
+        due: Some(ms(10)),
+    };
+    let config = ConnConfig::default().timeouts(Timeouts::NONE.idle(Some(ms(100))));
+    let mut conn = Conn::with_config(protocol, config, Duration::ZERO);
+    assert_eq!(conn.poll_timeout(), Some(ms(10)));
+    conn.handle_timeout(ms(10));
+    assert_eq!(conn.poll_event(), Ok(None), "the protocol leaves it");
+    assert_eq!(conn.poll_timeout(), Some(ms(100)), "the idle deadline next");
+    // Later handlers do not bring the spent deadline back.
+    conn.push(Bytes::from_static(b"x")).unwrap();
+    let chunk = conn.poll_transmit_chunk().unwrap();
+    conn.handle_written(chunk.len(), ms(20)).unwrap();
+    conn.feed(b"half", ms(30)).unwrap();
+    assert_eq!(conn.poll_timeout(), Some(ms(130)));
+    // Moved on, it fires again, once.
+    conn.protocol_mut().due = Some(ms(40));
+    assert_eq!(conn.poll_timeout(), Some(ms(40)));
+    conn.handle_timeout(ms(41));
+    assert_eq!(conn.poll_timeout(), Some(ms(130)));
+    // Moved on, and passed while other handlers ran: still due.
+    conn.protocol_mut().due = Some(ms(50));
+    conn.feed(b" more", ms(60)).unwrap();
+    assert_eq!(conn.poll_timeout(), Some(ms(50)), "not handled yet");
+    conn.handle_timeout(ms(60));
+    assert_eq!(conn.poll_timeout(), Some(ms(160)));
+    // A deadline not reached when a timeout is handled is not spent.
+    conn.protocol_mut().due = Some(ms(500));
+    conn.handle_timeout(ms(70));
+    assert_eq!(conn.poll_timeout(), Some(ms(160)));
+    assert_eq!(conn.error(), None);
+    conn.set_timeouts(Timeouts::NONE);
+    assert_eq!(conn.poll_timeout(), Some(ms(500)));
 }
 
 #[test]

@@ -347,23 +347,14 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
                 continue;
             }
             let now = self.now();
-            let deadline = match self.conn.poll_timeout() {
-                Some(at) if at <= now => {
-                    // Due before the read: the connection times out, or
-                    // the protocol decides by the clock.
-                    self.conn.handle_timeout(now);
-                    if let Some(event) = self.recv_buffered()? {
-                        return Ok(Some(event));
-                    }
-                    if self.conn.is_read_done() {
-                        continue;
-                    }
-                    // A deadline the protocol did not act on does not
-                    // wake the read again.
-                    self.conn.poll_timeout().filter(|&at| at > now)
-                }
-                other => other,
-            };
+            let deadline = self.conn.poll_timeout();
+            if deadline.is_some_and(|at| at <= now) {
+                // Due before the read: the connection times out, or the
+                // protocol decides by the clock (once: see
+                // `Conn::handle_timeout`).
+                self.conn.handle_timeout(now);
+                continue;
+            }
             self.arm(deadline.map(|at| at - now))
                 .map_err(ConnError::Io)?;
             let io = &mut self.io;

@@ -14,11 +14,9 @@ use cleave_proto::{Conn, ConnConfig, Decoder, NoFrames, NoSwitch, Protocol, Sess
 use futures_core::Stream;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
-use crate::drain::{poll_drain, poll_end};
+use crate::drive::{poll_turn, poll_write, Clock, Turn};
 use crate::error::ConnError;
-use crate::fill::poll_fill;
 use crate::reset::Reset;
-use crate::timer::Clock;
 
 /// One connection: a socket `S` and the core's [`Conn`] running protocol
 /// `P`, driven from tokio. A `Stream` of the protocol's events; the same
@@ -182,15 +180,7 @@ where
     /// What the socket says; writing fails then (the queue is dropped).
     pub fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnError>> {
         let now = self.clock.now();
-        let mut done = ready!(poll_drain(&mut self.io, &mut self.conn, now, cx));
-        if done.is_ok() {
-            done = ready!(poll_end(&mut self.io, &mut self.conn, cx)).map(drop);
-        }
-        if let Err(e) = done {
-            self.conn.handle_write_error(now);
-            return Poll::Ready(Err(e.into()));
-        }
-        Poll::Ready(Ok(()))
+        poll_write(&mut self.io, &mut self.conn, now, cx).map_err(ConnError::from)
     }
 
     /// Queues `item` in the bulk lane, writing first to make room while the
@@ -268,38 +258,13 @@ where
                 Ok(None) => {}
                 Err(e) => return Poll::Ready(Some(Err(this.end_with(cx, e.into())))),
             }
-            // Write what is queued without waiting for the socket.
-            if this.conn.wants_write() {
-                let before = this.conn.queue().marks();
-                if let Poll::Ready(Err(e)) = this.poll_drain(cx) {
+            match ready!(poll_turn(&mut this.io, &mut this.conn, &mut this.clock, cx)) {
+                Ok(Turn::Finished) => this.ended = true,
+                Ok(_) => {}
+                Err(e) => {
                     this.ended = true;
-                    return Poll::Ready(Some(Err(e)));
+                    return Poll::Ready(Some(Err(e.into())));
                 }
-                // Room freed: a protocol waiting to queue an answer (a
-                // pong, a close) goes on before the next read.
-                if this.conn.queue().marks() != before {
-                    continue;
-                }
-            }
-            if this.conn.is_finished() {
-                this.ended = true;
-                return Poll::Ready(None);
-            }
-            if this.conn.wants_read() {
-                let now = this.clock.now();
-                match poll_fill(&mut this.io, &mut this.conn, cx, now) {
-                    Poll::Ready(Ok(())) => continue,
-                    Poll::Ready(Err(e)) => {
-                        this.conn.handle_read_error(now);
-                        this.ended = true;
-                        return Poll::Ready(Some(Err(e.into())));
-                    }
-                    Poll::Pending => this.conn.release_idle(),
-                }
-            }
-            match this.clock.poll(this.conn.poll_timeout(), cx) {
-                Poll::Ready(now) => this.conn.handle_timeout(now),
-                Poll::Pending => return Poll::Pending,
             }
         }
     }

@@ -94,15 +94,13 @@
 #[cfg(feature = "codec")]
 mod codec;
 mod conn;
-mod drain;
+mod drive;
 mod entropy;
 mod error;
-mod fill;
 mod reset;
 mod spawn;
 #[cfg(unix)]
 mod splice;
-mod timer;
 mod tunnel;
 mod writer;
 

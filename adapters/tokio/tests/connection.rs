@@ -251,3 +251,57 @@ async fn a_switch_hands_the_unread_bytes_to_the_next_protocol() {
     .await
     .expect("stuck");
 }
+
+/// Lines with a deadline of its own that it never moves: it polls the
+/// clock and ignores it. Past `SPIN` polls it gives the deadline up, so
+/// that a driver that fires the same deadline again and again is caught
+/// rather than stuck.
+#[derive(Debug)]
+struct Stubborn {
+    lines: Framed<Lines>,
+    polls: usize,
+}
+
+const SPIN: usize = 10_000;
+
+impl Protocol for Stubborn {
+    type Event = Bytes;
+
+    fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<Bytes>, Error> {
+        self.polls += 1;
+        self.lines.poll_event(wire)
+    }
+
+    fn phase(&self) -> Phase {
+        self.lines.phase()
+    }
+
+    fn poll_timeout(&self) -> Option<Duration> {
+        (self.polls < SPIN).then_some(Duration::from_millis(20))
+    }
+}
+
+#[tokio::test]
+async fn a_deadline_the_protocol_leaves_in_place_fires_once() {
+    tokio::time::timeout(STUCK, async {
+        let (mut client, server) = pair().await;
+        let stubborn = Stubborn {
+            lines: Framed::new(Lines::new()),
+            polls: 0,
+        };
+        let mut conn = Connection::new(server, stubborn);
+        let late = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            client.write_all(b"late\n").await.unwrap();
+            client
+        };
+        let (line, _client) = tokio::join!(conn.next(), late);
+        assert_eq!(line.unwrap().unwrap(), "late");
+        let polls = conn.conn().protocol().polls;
+        // Once at the start, once for the deadline, once or twice for the
+        // line: not once per turn of a spinning driver.
+        assert!(polls < 10, "the protocol was polled {polls} times");
+    })
+    .await
+    .expect("stuck");
+}

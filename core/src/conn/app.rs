@@ -4,7 +4,7 @@
 use core::time::Duration;
 
 use crate::conn::timeouts::{Timeouts, NEVER};
-use crate::conn::{Clock, Conn, Phase, Protocol, ReadSide, WriteSide};
+use crate::conn::{Clock, Conn, Phase, Protocol, ReadSide, Shutdown, WriteSide};
 use crate::error::{Error, Refusal, Rejected};
 use crate::recv_buf::RecvBuf;
 use crate::write::{Lane, Push, Ticket, WriteQueue};
@@ -38,6 +38,19 @@ impl<P> Conn<P> {
     /// The protocol, to reconfigure it between events.
     pub fn protocol_mut(&mut self) -> &mut P {
         &mut self.protocol
+    }
+
+    /// How the write side ended, once it has: shut down after everything
+    /// queued went out ([`Shutdown::Write`]), or reset
+    /// ([`Shutdown::Reset`]). `None` while it is open or closing, and after
+    /// writing failed.
+    #[must_use]
+    pub fn write_end(&self) -> Option<Shutdown> {
+        match self.write {
+            WriteSide::Shut => Some(Shutdown::Write),
+            WriteSide::Reset => Some(Shutdown::Reset),
+            _ => None,
+        }
     }
 }
 
@@ -224,6 +237,7 @@ impl<P: Protocol> Conn<P> {
             read: self.read,
             write: self.write,
             paused: self.paused,
+            spent: false,
             farewell: self.farewell,
         }
     }

@@ -168,6 +168,10 @@ pub struct Conn<P> {
     read: ReadSide,
     write: WriteSide,
     paused: bool,
+    /// The protocol's deadline passed and was handled: `poll_timeout`
+    /// leaves it out while it stays in the past (the protocol acts on it at
+    /// its next `poll_event`, or does not: either way it fired once).
+    spent: bool,
     /// The protocol's last frame, queued at the next write, then the
     /// write side closes ([`Wire::farewell`]).
     farewell: Option<Box<Frame>>,
@@ -218,6 +222,7 @@ impl<P: Protocol> Conn<P> {
             read: ReadSide::Open,
             write: WriteSide::Open,
             paused: false,
+            spent: false,
             farewell: None,
         }
     }

@@ -14,8 +14,16 @@ impl<P: Protocol> Conn<P> {
     /// (then [`poll_event`](Self::poll_event) gives
     /// [`Error::TimedOut`]), and lets the protocol decide by the clock (a
     /// router's inspect delay) at the next `poll_event`.
+    ///
+    /// A deadline of the protocol's fires once: after it was handled,
+    /// [`poll_timeout`](Self::poll_timeout) leaves it out while it stays in
+    /// the past, so a driver whose events another task takes, or a
+    /// protocol that does not move it, does not spin.
     pub fn handle_timeout(&mut self, now: Duration) {
         self.tick(now);
+        self.spent = self
+            .protocol_deadline()
+            .is_some_and(|at| nanos(at) <= self.clock.now);
         if self.error.is_some() {
             // A clean close after the end waits for a peer that reads no
             // more only so long: then it is a reset.
@@ -58,13 +66,30 @@ impl<P: Protocol> Conn<P> {
     }
 
     pub(super) fn tick(&mut self, now: Duration) {
+        if self.spent
+            && self
+                .protocol_deadline()
+                .is_none_or(|at| nanos(at) > self.clock.now)
+        {
+            // The protocol moved its deadline on: it may fire again.
+            self.spent = false;
+        }
         self.clock.now = self.clock.now.max(nanos(now));
+    }
+
+    /// The protocol's own deadline, while it reads.
+    fn protocol_deadline(&self) -> Option<Duration> {
+        match self.read {
+            ReadSide::Open | ReadSide::Ended => self.protocol.poll_timeout(),
+            ReadSide::Failed | ReadSide::Stopped | ReadSide::Over => None,
+        }
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) even if
     /// nothing happens, on the driver's clock: the earliest of the
-    /// connection's running timeouts and the protocol's own deadline.
-    /// `None` once it ended.
+    /// connection's running timeouts and the protocol's own deadline (once
+    /// it was handled, not again while it stays in the past). `None` once
+    /// it ended.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Duration> {
         if self.error.is_some() {
@@ -74,10 +99,9 @@ impl<P: Protocol> Conn<P> {
             return None;
         }
         let conn = self.conn_deadline().map(|(at, _)| Duration::from_nanos(at));
-        let protocol = match self.read {
-            ReadSide::Open | ReadSide::Ended => self.protocol.poll_timeout(),
-            ReadSide::Failed | ReadSide::Stopped | ReadSide::Over => None,
-        };
+        let protocol = self
+            .protocol_deadline()
+            .filter(|&at| !self.spent || nanos(at) > self.clock.now);
         match (conn, protocol) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

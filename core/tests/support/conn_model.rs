@@ -249,6 +249,9 @@ struct Script<'a, P: Account> {
     started: Duration,
     active: Duration,
     partial_since: Option<Duration>,
+    /// The protocol's deadline a `handle_timeout` at or after it handled:
+    /// it fires once, and is left out while it stays (and stays past).
+    spent: Option<Duration>,
 }
 
 /// Runs `steps` over a connection of `protocol` made with `config` at
@@ -283,6 +286,7 @@ pub fn run<P: Account>(
         started: start,
         active: start,
         partial_since: None,
+        spent: None,
     };
     // The deadline is known before the first byte.
     script.check();
@@ -783,11 +787,17 @@ impl<P: Account> Script<'_, P> {
             return None;
         }
         let conn = self.conn_deadline().map(|(at, _)| at);
-        let protocol = match self.read {
+        let protocol = self
+            .protocol_deadline()
+            .filter(|&at| Some(at) != self.spent || at > self.now);
+        [conn, protocol].into_iter().flatten().min()
+    }
+
+    fn protocol_deadline(&self) -> Option<Duration> {
+        match self.read {
             ReadSide::Open | ReadSide::Ended => self.conn.protocol().poll_timeout(),
             ReadSide::Failed | ReadSide::Stopped | ReadSide::Over => None,
-        };
-        [conn, protocol].into_iter().flatten().min()
+        }
     }
 
     fn tick(&mut self, ms: u64) {
@@ -798,6 +808,7 @@ impl<P: Account> Script<'_, P> {
         let before = self.observe();
         let buffered = !self.conn.recv_buf().is_empty();
         let lingered = self.linger().is_some_and(|at| at <= now);
+        self.spent = self.protocol_deadline().filter(|&at| at <= now);
         self.conn.handle_timeout(now);
         if lingered {
             // The peer did not take the last bytes in time: a reset.
@@ -842,7 +853,6 @@ impl<P: Account> Script<'_, P> {
     fn observe(&self) -> impl PartialEq + core::fmt::Debug {
         (
             self.conn.error().cloned(),
-            self.conn.poll_timeout(),
             self.conn.poll_shutdown(),
             self.conn.wants_read(),
             self.conn.wants_write(),

@@ -5,83 +5,26 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use cleave_proto::{Conn, Protocol};
+use cleave_proto::conn::Shutdown;
+use cleave_proto::Protocol;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::drain::{poll_drain, poll_end};
+use crate::drive::{poll_turn, Clock, Turn};
 use crate::error::ConnError;
-use crate::fill::poll_fill;
 use crate::reset::Reset;
-use crate::timer::Clock;
 
 use super::{Shared, State, READ_BUDGET};
 
-/// The driver task: reads, writes, flushes, keeps the time and shuts the
-/// socket down, all under the lock (every step is a `poll`: it never
-/// blocks while holding it).
+/// The driver task: it turns the one driver ([`poll_turn`]) under the
+/// lock (every step is a `poll`: it never blocks while holding it), and
+/// tells the events, the senders and the waiters what changed.
 pub(super) struct Driver<S, P> {
     pub(super) shared: Arc<Shared<P>>,
-    pub(super) io: Io<S>,
-}
-
-/// The driver's own part, used under the lock of the shared one.
-pub(super) struct Io<S> {
     pub(super) io: S,
     pub(super) clock: Clock,
-    /// The deadline last handled: a protocol's own deadline is acted on at
-    /// its next `poll_event`, so the driver waits for that rather than
-    /// handling the same deadline again.
-    pub(super) handled: Option<Duration>,
-}
-
-impl<S: AsyncWrite + Reset + Unpin> Io<S> {
-    /// Writes what is queued, flushes for who waits, shuts down or resets
-    /// when the core asks. `Pending` on the socket is fine: it wakes us.
-    fn write<P: Protocol>(
-        &mut self,
-        st: &mut State<P>,
-        cx: &mut Context<'_>,
-        now: Duration,
-    ) -> io::Result<()> {
-        let before = st.conn.queue().marks();
-        let drained = poll_drain(&mut self.io, &mut st.conn, now, cx);
-        let marks = st.conn.queue().marks();
-        if marks != before || st.conn.queue().is_closed() {
-            st.waiters.written(marks, Waker::wake);
-            st.wake_room();
-            // A protocol waiting to queue an answer goes on at the next
-            // poll of the events.
-            st.wake_events();
-        }
-        let empty = match drained {
-            Poll::Ready(result) => result.map(|()| true)?,
-            Poll::Pending => false,
-        };
-        if (empty && st.waiters.flushed() != marks) || st.waiters.flush_due(marks) {
-            if let Poll::Ready(flushed) = Pin::new(&mut self.io).poll_flush(cx) {
-                flushed?;
-                st.waiters.did_flush(marks, Waker::wake);
-            }
-        }
-        // `Pending` on the socket is fine: it wakes the driver.
-        if let Poll::Ready(Some(end)) = poll_end(&mut self.io, &mut st.conn, cx)? {
-            st.write_end = Some(end);
-            st.wake_all();
-        }
-        Ok(())
-    }
-
-    /// Arms the timer for the core's next deadline; `Ready(deadline)` once
-    /// it passed (and was not handled already).
-    fn timer<P: Protocol>(&mut self, conn: &Conn<P>, cx: &mut Context<'_>) -> Poll<Duration> {
-        let due = conn.poll_timeout().filter(|&due| self.handled != Some(due));
-        let now = ready!(self.clock.poll(due, cx));
-        self.handled = due;
-        Poll::Ready(now)
-    }
 }
 
 /// The socket failed: nothing more is read or written, everyone learns it.
@@ -104,64 +47,61 @@ where
     type Output = Result<(), ConnError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Driver { shared, io: this } = self.get_mut();
+        let Driver { shared, io, clock } = self.get_mut();
         let mut guard = shared.lock();
         let st = &mut *guard;
         let mut reads = 0;
         loop {
-            let now = this.clock.now();
-            let abandoned = !st.events_alive && st.handles == 0;
             if !st.events_alive {
                 // Nobody takes the events: the protocol still answers.
                 while let Ok(Some(_)) = st.conn.poll_event() {}
-            }
-            if abandoned {
-                if st.conn.error().is_some() && !st.conn.queue().is_flushed() {
-                    // Failed, and nobody left to wait for a peer that may
-                    // never read: drop the rest.
-                    st.conn.reset();
-                } else {
-                    st.conn.close();
+                if st.handles == 0 {
+                    if st.conn.error().is_some() && !st.conn.queue().is_flushed() {
+                        // Failed, and nobody left to wait for a peer that
+                        // may never read: drop the rest.
+                        st.conn.reset();
+                    } else {
+                        st.conn.close();
+                    }
                 }
             }
-            if let Err(e) = this.write(st, cx, now) {
+            let (marks, end) = (st.conn.queue().marks(), st.conn.write_end());
+            let turn = poll_turn(io, &mut st.conn, clock, cx);
+            let now = clock.now();
+            if let Err(e) = st.tell(io, cx, marks, end) {
                 return Poll::Ready(Err(fail(st, e, now)));
             }
-            let conn = &st.conn;
-            if conn.is_read_done() && conn.queue().is_closed() && conn.is_write_done() {
-                let result = conn.error().map_or(Ok(()), |e| Err(e.clone().into()));
-                st.done = true;
-                st.wake_all();
-                return Poll::Ready(result);
-            }
-            if st.conn.wants_read() {
-                match poll_fill(&mut this.io, &mut st.conn, cx, now) {
-                    Poll::Ready(Ok(())) => {
-                        st.wake_events();
-                        reads += 1;
-                        if reads == READ_BUDGET {
-                            // A peer that never stops sending (with nobody
-                            // taking the events, the buffer never fills)
-                            // does not keep the lock or the thread.
-                            cx.waker().wake_by_ref();
-                            return Poll::Pending;
-                        }
-                        continue;
+            match turn {
+                Poll::Ready(Ok(Turn::Wrote)) => {}
+                Poll::Ready(Ok(Turn::Read)) => {
+                    st.wake_events();
+                    reads += 1;
+                    if reads == READ_BUDGET {
+                        // A peer that never stops sending (with nobody
+                        // taking the events, the buffer never fills) does
+                        // not keep the lock or the thread.
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
                     }
-                    Poll::Ready(Err(e)) => return Poll::Ready(Err(fail(st, e, now))),
-                    Poll::Pending => {}
                 }
-            }
-            match this.timer(&st.conn, cx) {
-                Poll::Ready(now) => {
-                    st.conn.handle_timeout(now);
+                Poll::Ready(Ok(Turn::Timer)) => {
                     st.wake_events();
                     st.wake_room();
                 }
-                Poll::Pending => {
-                    // Idle: an empty buffer's block and a flushed queue's
-                    // run go back.
+                Poll::Ready(Ok(Turn::Finished)) if st.conn.queue().is_closed() => {
+                    let result = st.conn.error().map_or(Ok(()), |e| Err(e.clone().into()));
+                    st.done = true;
+                    st.wake_all();
+                    return Poll::Ready(result);
+                }
+                Poll::Ready(Ok(Turn::Finished)) => {
+                    // Over, but the queue is open: the handles may push.
                     st.conn.release_idle();
+                    st.driver = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(fail(st, e, now))),
+                Poll::Pending => {
                     st.driver = Some(cx.waker().clone());
                     return Poll::Pending;
                 }
@@ -170,6 +110,43 @@ where
     }
 }
 
+impl<P: Protocol> State<P> {
+    /// After a turn: wakes who waits for what changed (tickets, room, a
+    /// protocol holding an answer back, the write side's end), and flushes
+    /// the socket for who waits for a flush.
+    fn tell<W: AsyncWrite + Unpin>(
+        &mut self,
+        io: &mut W,
+        cx: &mut Context<'_>,
+        before: cleave_proto::write::Marks,
+        end: Option<Shutdown>,
+    ) -> io::Result<()> {
+        let marks = self.conn.queue().marks();
+        if marks != before || self.conn.queue().is_closed() {
+            self.waiters.written(marks, Waker::wake);
+            self.wake_room();
+            // A protocol waiting to queue an answer goes on at the next
+            // poll of the events.
+            self.wake_events();
+        }
+        if self.conn.write_end() != end {
+            // A shutdown flushed first.
+            if self.conn.write_end() == Some(Shutdown::Write) {
+                self.waiters.did_flush(marks, Waker::wake);
+            }
+            self.wake_all();
+        } else if (self.conn.queue().is_flushed() && self.waiters.flushed() != marks)
+            || self.waiters.flush_due(marks)
+        {
+            // `Pending` is fine: the socket wakes the driver.
+            if let Poll::Ready(flushed) = Pin::new(io).poll_flush(cx) {
+                flushed?;
+                self.waiters.did_flush(marks, Waker::wake);
+            }
+        }
+        Ok(())
+    }
+}
 impl<S, P> Drop for Driver<S, P> {
     /// A driver aborted, or dropped by a runtime shutting down: everyone
     /// waiting learns the connection failed.

@@ -332,7 +332,7 @@ impl<P: Protocol> ConnHandle<P> {
         if let Some(e) = st.failure() {
             return Poll::Ready(Err(e));
         }
-        match st.write_end {
+        match st.conn.write_end() {
             Some(Shutdown::Write) => return Poll::Ready(Ok(())),
             Some(Shutdown::Reset) => return Poll::Ready(Err(WriteError::Closed)),
             None if st.done => return Poll::Ready(Err(WriteError::Closed)),

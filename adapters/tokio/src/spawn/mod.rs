@@ -14,21 +14,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Duration;
 
-use cleave_proto::conn::{Shutdown, WriteOnly};
+use cleave_proto::conn::WriteOnly;
 use cleave_proto::write::Waiters;
 use cleave_proto::{Conn, ConnConfig, Protocol, WriteQueueConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 
+use crate::drive::Clock;
 use crate::error::{ConnError, WriteError};
 use crate::reset::Reset;
-use crate::timer::Clock;
 use crate::writer::WriteHalf;
 
 mod driver;
 mod handles;
 
-use driver::{Driver, Io};
+use driver::Driver;
 pub use handles::{ConnHandle, Events};
 
 /// Spawns a task that drives `protocol` over `io` (with `config`'s
@@ -107,17 +107,13 @@ fn start<S, P: Protocol>(
             handles: 1,
             events_alive: true,
             failed: None,
-            write_end: None,
             done: false,
         }),
     });
     let driver = Driver {
         shared: shared.clone(),
-        io: Io {
-            io,
-            clock: Clock::starting_at(Duration::ZERO),
-            handled: None,
-        },
+        io,
+        clock: Clock::starting_at(Duration::ZERO),
     };
     let events = Events {
         shared: shared.clone(),
@@ -193,8 +189,6 @@ struct State<P> {
     events_alive: bool,
     /// The socket failed (reading or writing).
     failed: Option<Arc<io::Error>>,
-    /// How the write side ended: a FIN or a reset.
-    write_end: Option<Shutdown>,
     /// The driver stopped.
     done: bool,
 }
@@ -230,7 +224,7 @@ impl<P> State<P> {
 
     /// The driver will not write this any more.
     fn writing_over(&self) -> bool {
-        self.done || self.write_end.is_some()
+        self.done || self.conn.write_end().is_some()
     }
 }
 
