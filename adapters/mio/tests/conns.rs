@@ -287,3 +287,41 @@ fn next_deadline_is_the_earliest_inspect_delay() {
     conns.take(quick_token);
     assert!(conns.next_deadline().unwrap() > quick_deadline);
 }
+
+/// Lines with a deadline of its own, 20 ms in, that it never moves.
+#[derive(Debug)]
+struct Stubborn(Framed<Lines>);
+
+impl cleave_proto::conn::Protocol for Stubborn {
+    type Event = Bytes;
+
+    fn poll_event(
+        &mut self,
+        wire: &mut cleave_proto::conn::Wire<'_>,
+    ) -> Result<Option<Bytes>, cleave_proto::Error> {
+        self.0.poll_event(wire)
+    }
+
+    fn phase(&self) -> cleave_proto::conn::Phase {
+        self.0.phase()
+    }
+
+    fn poll_timeout(&self) -> Option<Duration> {
+        Some(Duration::from_millis(20))
+    }
+}
+
+#[test]
+fn a_deadline_the_protocol_leaves_in_place_is_not_due_again() {
+    let (socket, _client) = pair();
+    let mut conn = Conn::new(socket, Stubborn(Framed::new(Lines::new())));
+    let due = conn.deadline().expect("the protocol's deadline");
+    assert_eq!(due, conn.started() + Duration::from_millis(20));
+    thread::sleep(due.saturating_duration_since(Instant::now()));
+    let mut out = Vec::new();
+    conn.on_timeout(&mut out).unwrap();
+    assert!(out.is_empty());
+    // A loop that polls until `deadline()` would otherwise wake at once,
+    // again and again.
+    assert_eq!(conn.deadline(), None);
+}
