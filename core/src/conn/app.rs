@@ -81,7 +81,7 @@ impl<P: Protocol> Conn<P> {
 
     /// Ends the write side cleanly: the queue takes nothing more, what it
     /// holds goes out, then [`poll_shutdown`](Self::poll_shutdown) asks for
-    /// [`Shutdown::Write`](crate::conn::Shutdown::Write).
+    /// [`Shutdown::Write`].
     pub fn close(&mut self) {
         // The protocol's last frame, if it has one, goes before the end.
         self.queue_farewell();
@@ -94,7 +94,7 @@ impl<P: Protocol> Conn<P> {
     /// Ends the connection with a reset: what is queued is dropped, nothing
     /// more is read and no event comes (what is buffered stays in
     /// [`recv_buf`](Self::recv_buf)), and [`poll_shutdown`](Self::poll_shutdown) asks for
-    /// [`Shutdown::Reset`](crate::conn::Shutdown::Reset). Use it when the peer must not take the end for
+    /// [`Shutdown::Reset`]. Use it when the peer must not take the end for
     /// a clean one (the other side of a tunnel failed).
     pub fn reset(&mut self) {
         self.send.abort();
