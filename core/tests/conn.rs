@@ -509,6 +509,26 @@ fn a_reset_drops_the_queue_and_stops_reading() {
 }
 
 #[test]
+fn a_socket_error_after_the_shutdown_loses_nothing() {
+    let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+    conn.push(Bytes::from_static(b"all")).unwrap();
+    conn.close();
+    let chunk = conn.poll_transmit_chunk().unwrap();
+    conn.handle_written(chunk.len(), ms(1)).unwrap();
+    conn.shutdown_with(|_| Ok::<(), ()>(())).unwrap();
+    assert_eq!(conn.write_end(), Some(Shutdown::Write));
+    // The peer's reset, read after our FIN.
+    conn.handle_write_error(ms(2));
+    conn.handle_read_error(ms(2));
+    assert_eq!(
+        conn.write_end(),
+        Some(Shutdown::Write),
+        "still shut, not failed"
+    );
+    assert!(!conn.is_write_failed());
+}
+
+#[test]
 fn a_write_error_drops_the_queue_and_nothing_is_shut() {
     let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
     conn.push(Bytes::from_static(b"lost")).unwrap();
@@ -517,6 +537,7 @@ fn a_write_error_drops_the_queue_and_nothing_is_shut() {
     assert!(conn.queue().is_empty() && conn.is_write_done());
     assert_eq!(conn.poll_shutdown(), None);
     assert_eq!(conn.write_end(), None, "failed: neither shut nor reset");
+    assert!(conn.is_write_failed());
     assert!(!conn.wants_write());
     // The read side goes on.
     conn.feed(b"still read\n", ms(2)).unwrap();

@@ -188,6 +188,19 @@ impl<S, P: Protocol> Stream<S, P> {
         }
     }
 
+    /// `Err` when the write side dropped what was queued: `BrokenPipe`
+    /// after a failed write (reported once, where it happened, perhaps
+    /// inside a `recv`); after a reset, as [`closed`](Self::closed).
+    fn written(&self) -> Result<(), ConnError> {
+        if self.conn.is_write_failed() {
+            return Err(ConnError::Io(io::ErrorKind::BrokenPipe.into()));
+        }
+        if self.conn.write_end() == Some(Shutdown::Reset) {
+            return Err(self.closed());
+        }
+        Ok(())
+    }
+
     /// The error for a push into a closed queue: the connection's own, or
     /// `BrokenPipe`.
     fn closed(&self) -> ConnError {
@@ -341,18 +354,20 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
                 self.write_owed()?;
                 return Ok(None);
             }
-            if self.write_owed()? {
-                // The protocol may have held a reply back for room: it
-                // goes on before the read.
-                continue;
-            }
             let now = self.now();
             let deadline = self.conn.poll_timeout();
             if deadline.is_some_and(|at| at <= now) {
-                // Due before the read: the connection times out, or the
-                // protocol decides by the clock (once: see
-                // `Conn::handle_timeout`).
+                // Due before the read (or the write below): the connection
+                // times out, or the protocol decides by the clock (once:
+                // see `Conn::handle_timeout`). A write that keeps timing
+                // out on a peer that does not read must not keep the
+                // connection's own timeouts from running.
                 self.conn.handle_timeout(now);
+                continue;
+            }
+            if self.write_owed()? {
+                // The protocol may have held a reply back for room: it
+                // goes on before the read.
                 continue;
             }
             self.arm(deadline.map(|at| at - now))
@@ -421,9 +436,13 @@ impl<S: Write, P: Protocol> Stream<S, P> {
     ///
     /// What writing says. After [`ConnError::TimedOut`] (a write timeout)
     /// what the writer did not take stays queued, and calling again goes
-    /// on where it stopped; [`ConnError::Io`] is final.
+    /// on where it stopped; [`ConnError::Io`] is final. Once the write
+    /// side dropped what was queued (a reset, a write that failed, even
+    /// inside a [`recv`](Self::recv) whose own error was the protocol's),
+    /// `Err` again: see [`close`](Self::close).
     pub fn flush(&mut self) -> Result<(), ConnError> {
-        flush_into(&mut self.conn, &mut self.io, self.base)
+        flush_into(&mut self.conn, &mut self.io, self.base)?;
+        self.written()
     }
 }
 
@@ -435,11 +454,14 @@ impl<S: Write + Socket, P: Protocol> Stream<S, P> {
     ///
     /// # Errors
     ///
-    /// As [`flush`](Self::flush), and what the socket says.
+    /// As [`flush`](Self::flush), and what the socket says: `Ok` only when
+    /// everything queued went out and the write half was shut down.
     pub fn close(&mut self) -> Result<(), ConnError> {
         self.conn.close();
-        self.flush()?;
-        self.shut()
+        flush_into(&mut self.conn, &mut self.io, self.base)?;
+        // A reset is done even though the close then reports it.
+        self.shut()?;
+        self.written()
     }
 }
 

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use cleave_proto::conn::Framed;
+use cleave_proto::conn::{Framed, Shutdown};
 use cleave_proto::write::Push;
 use cleave_proto::{Conn, ConnConfig, Decoder, NoFrames, NoSwitch, Protocol, Session, Ticket};
 use futures_core::Stream;
@@ -55,7 +55,7 @@ use crate::reset::Reset;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use cleave_proto::conn::Framed;
+/// use cleave_proto::conn::{Framed, Shutdown};
 /// use cleave_proto::{Bytes, Lines};
 /// use cleave_tokio::Connection;
 /// use futures_util::StreamExt;
@@ -209,11 +209,28 @@ where
     ///
     /// # Errors
     ///
-    /// What the socket says.
+    /// What the socket says; once the write side dropped what was queued
+    /// (a reset: a timeout's, or [`Conn::reset`]; a failed write), the
+    /// connection's error, or `BrokenPipe`.
     pub async fn flush(&mut self) -> Result<(), ConnError> {
         poll_fn(|cx| self.poll_drain(cx)).await?;
+        self.written()?;
         self.io.flush().await?;
         self.conn.release_idle();
+        Ok(())
+    }
+
+    /// `Err` when the write side dropped what was queued: `BrokenPipe`
+    /// after a failed write; after a reset, the connection's own error (a
+    /// timeout, say), else `BrokenPipe`.
+    fn written(&self) -> Result<(), ConnError> {
+        let broken = || io::Error::from(io::ErrorKind::BrokenPipe).into();
+        if self.conn.is_write_failed() {
+            return Err(broken());
+        }
+        if self.conn.write_end() == Some(Shutdown::Reset) {
+            return Err(self.conn.error().map_or_else(broken, |e| e.clone().into()));
+        }
         Ok(())
     }
 
@@ -222,10 +239,12 @@ where
     ///
     /// # Errors
     ///
-    /// What the socket says.
+    /// As [`flush`](Self::flush): `Ok` only when everything queued went out
+    /// and the write half was shut down.
     pub async fn close(&mut self) -> Result<(), ConnError> {
         self.conn.close();
-        poll_fn(|cx| self.poll_drain(cx)).await
+        poll_fn(|cx| self.poll_drain(cx)).await?;
+        self.written()
     }
 
     /// Ends the stream with `e`, after doing what the write side can do

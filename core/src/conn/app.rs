@@ -157,6 +157,13 @@ impl<P: Protocol> Conn<P> {
         }
     }
 
+    /// Whether writing failed ([`handle_write_error`](Self::handle_write_error)
+    /// before the write side ended): what was queued then was dropped.
+    #[must_use]
+    pub fn is_write_failed(&self) -> bool {
+        self.write == WriteSide::Failed
+    }
+
     /// Whether the peer ended its side (or reading stopped).
     #[must_use]
     pub fn is_read_closed(&self) -> bool {

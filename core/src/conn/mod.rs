@@ -372,11 +372,13 @@ impl<P: Protocol> Conn<P> {
     }
 
     /// Writing failed: what is queued is dropped (its tickets never
-    /// complete) and nothing more goes out.
+    /// complete) and nothing more goes out. A write side that ended
+    /// already (shut down after its last byte, or reset) stays as it
+    /// ended: a socket error after a clean shutdown loses nothing.
     pub fn handle_write_error(&mut self, now: Duration) {
         self.tick(now);
         self.send.abort();
-        if !matches!(self.write, WriteSide::Reset) {
+        if !matches!(self.write, WriteSide::Reset | WriteSide::Shut) {
             self.write = WriteSide::Failed;
         }
     }

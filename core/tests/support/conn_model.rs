@@ -679,7 +679,8 @@ impl<P: Account> Script<'_, P> {
         let _ = via;
         self.conn.handle_write_error(now);
         self.dropped = true;
-        if self.write != WriteSide::Reset {
+        // A write side that ended already stays as it ended.
+        if !matches!(self.write, WriteSide::Reset | WriteSide::Shut) {
             self.write = WriteSide::Failed;
         }
     }

@@ -9,6 +9,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use cleave_proto::conn::Shutdown;
+use cleave_proto::write::Marks;
 use cleave_proto::Protocol;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -65,10 +66,11 @@ where
                     }
                 }
             }
-            let (marks, end) = (st.conn.queue().marks(), st.conn.write_end());
+            let before = (st.conn.queue().marks(), st.conn.queue().is_closed());
+            let end = st.conn.write_end();
             let turn = poll_turn(io, &mut st.conn, clock, cx);
             let now = clock.now();
-            if let Err(e) = st.tell(io, cx, marks, end) {
+            if let Err(e) = st.tell(io, cx, before, end) {
                 return Poll::Ready(Err(fail(st, e, now)));
             }
             match turn {
@@ -112,17 +114,19 @@ where
 
 impl<P: Protocol> State<P> {
     /// After a turn: wakes who waits for what changed (tickets, room, a
-    /// protocol holding an answer back, the write side's end), and flushes
+    /// protocol holding an answer back, the queue's close, the write
+    /// side's end), and flushes
     /// the socket for who waits for a flush.
     fn tell<W: AsyncWrite + Unpin>(
         &mut self,
         io: &mut W,
         cx: &mut Context<'_>,
-        before: cleave_proto::write::Marks,
+        (before, closed): (Marks, bool),
         end: Option<Shutdown>,
     ) -> io::Result<()> {
         let marks = self.conn.queue().marks();
-        if marks != before || self.conn.queue().is_closed() {
+        // Only news: a closed queue that still waits for the socket is not.
+        if marks != before || self.conn.queue().is_closed() != closed {
             self.waiters.written(marks, Waker::wake);
             self.wake_room();
             // A protocol waiting to queue an answer goes on at the next

@@ -50,9 +50,17 @@ impl<P> Drop for Events<P> {
     }
 }
 
-/// What the driver acts on: a change means it must look again.
-fn driver_view<P: Protocol>(conn: &Conn<P>) -> (bool, bool, Option<Duration>) {
-    (conn.wants_read(), conn.is_read_done(), conn.poll_timeout())
+/// What the driver acts on: a change means it must look again. A queue
+/// that still holds bytes the socket did not take is no news: the driver
+/// waits for the socket then, which wakes it.
+fn driver_view<P: Protocol>(conn: &Conn<P>) -> (bool, bool, Option<Duration>, bool, Marks) {
+    (
+        conn.wants_read(),
+        conn.is_read_done(),
+        conn.poll_timeout(),
+        conn.wants_write(),
+        conn.queue().end_marks(),
+    )
 }
 
 impl<P: Protocol> Stream for Events<P> {
@@ -68,7 +76,7 @@ impl<P: Protocol> Stream for Events<P> {
         let before = driver_view(&st.conn);
         let polled = st.conn.poll_event();
         // The protocol may have queued a reply, freed room or finished.
-        if st.conn.wants_write() || driver_view(&st.conn) != before {
+        if driver_view(&st.conn) != before {
             st.wake_driver();
         }
         match polled {
@@ -298,11 +306,12 @@ impl<P: Protocol> ConnHandle<P> {
 
     fn poll_flushed(&self, cx: &mut Context<'_>, target: Marks) -> Poll<Result<(), WriteError>> {
         let mut st = self.shared.lock();
-        if let Some(e) = st.failure() {
-            return Poll::Ready(Err(e));
-        }
+        // Done is done, whatever failed since.
         if st.waiters.flushed().covers(target) {
             return Poll::Ready(Ok(()));
+        }
+        if let Some(e) = st.failure() {
+            return Poll::Ready(Err(e));
         }
         if st.writing_over() {
             return Poll::Ready(Err(WriteError::Closed));
@@ -329,6 +338,10 @@ impl<P: Protocol> ConnHandle<P> {
     fn poll_closed(&self, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
         let mut st = self.shared.lock();
         st.conn.close();
+        // Everything written and shut down, whatever failed since.
+        if st.conn.write_end() == Some(Shutdown::Write) {
+            return Poll::Ready(Ok(()));
+        }
         if let Some(e) = st.failure() {
             return Poll::Ready(Err(e));
         }
