@@ -17,42 +17,12 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use cleave_benches::{
-    block_on, length_input, lines_input, varint_input, Pieces, COALESCED, FRAGMENTED,
+    block_on, cleave_run, length_input, lines_input, manual_lines, pieces_of, tally, varint_input,
+    Pieces, Tally, COALESCED, FRAGMENTED,
 };
 use cleave_proto::conn::{Conn, Framed};
 use cleave_proto::{Decoder, LengthPrefixed, Lines, LinesConfig, RecvBuf, RecvBufConfig, Varint};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-
-/// What a variant reports: frames and payload bytes, to check all agree.
-type Tally = (usize, usize);
-
-fn tally(t: &mut Tally, frame: &[u8]) {
-    t.0 += 1;
-    t.1 += frame.len();
-}
-
-/// Runs `decode` over `input` cut into `piece`-byte reads fed with `feed`.
-fn pieces_of(input: &[u8], piece: usize) -> impl Iterator<Item = &[u8]> {
-    input.chunks(piece)
-}
-
-fn cleave_run<D: Decoder<Item = Bytes>>(
-    mut decoder: D,
-    config: RecvBufConfig,
-    input: &[u8],
-    piece: usize,
-) -> Tally {
-    let mut buf = RecvBuf::with_config(config);
-    let mut t = (0, 0);
-    for chunk in pieces_of(input, piece) {
-        buf.feed(chunk).unwrap();
-        while let Some(frame) = decoder.decode(&mut buf).unwrap() {
-            tally(&mut t, &frame);
-            black_box(frame);
-        }
-    }
-    t
-}
 
 fn tokio_run<C>(mut codec: C, input: &[u8], piece: usize, len: impl Fn(&C::Item) -> usize) -> Tally
 where
@@ -68,28 +38,6 @@ where
             t.1 += len(&frame);
             black_box(frame);
         }
-    }
-    t
-}
-
-/// Lower bound for lines: a buffer sized once, memchr over the unsearched
-/// part only, split the line off, freeze, skip the delimiter. (Splitting
-/// the delimiter off with the line and truncating the frozen `Bytes`
-/// afterwards takes the same instructions and, here, half again the time.)
-fn manual_lines(input: &[u8], piece: usize) -> Tally {
-    let mut buf = BytesMut::with_capacity(2 * COALESCED);
-    let mut t = (0, 0);
-    let mut searched = 0;
-    for chunk in pieces_of(input, piece) {
-        buf.extend_from_slice(chunk);
-        while let Some(i) = memchr::memchr(b'\n', &buf[searched..]) {
-            let line = buf.split_to(searched + i).freeze();
-            buf.advance(1);
-            searched = 0;
-            tally(&mut t, &line);
-            black_box(line);
-        }
-        searched = buf.len();
     }
     t
 }
