@@ -2,18 +2,19 @@
 //! loopback TCP: a line `PING` gets `PONG` from the protocol, on the
 //! urgent lane (a stand-in for a WebSocket ping and pong), while the
 //! application echoes every other line. The answer goes out without the
-//! application writing, and never inside an echoed line.
+//! application writing, and never inside an echoed line; and a peer that
+//! never reads the answers is still ended by the idle timeout.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cleave_proto::conn::{Phase, Protocol, Wire};
-use cleave_proto::{Bytes, Decoder, Encoder, Error, Lines};
-use cleave_std::Stream;
+use cleave_proto::{Bytes, ConnConfig, Decoder, Encoder, Error, Lines, Timeout, Timeouts};
+use cleave_std::{ConnError, Stream};
 use socket2::{Domain, Socket, Type};
 
 /// Lines, but a line `PING` is answered with `PONG` by the protocol
@@ -25,14 +26,21 @@ struct PingLines {
     /// lines after it wait.
     held: Option<Bytes>,
     phase: Phase,
+    /// The answer to a `PING`.
+    pong: Bytes,
 }
 
 impl PingLines {
     fn new() -> Self {
+        Self::with_pong(Bytes::from_static(b"PONG\n"))
+    }
+
+    fn with_pong(pong: Bytes) -> Self {
         Self {
             lines: Lines::new(),
             held: None,
             phase: Phase::Opening,
+            pong,
         }
     }
 }
@@ -57,7 +65,7 @@ impl Protocol for PingLines {
             match line {
                 Ok(Some(line)) if line == "PING" => {
                     self.phase = Phase::Framing;
-                    self.held = Some(Bytes::from_static(b"PONG\n"));
+                    self.held = Some(self.pong.clone());
                 }
                 Ok(Some(line)) => {
                     self.phase = Phase::Framing;
@@ -206,4 +214,66 @@ fn pongs_never_split_an_echoed_line() {
         assert_eq!(**echo, line(i) + "\n", "echo {i}, whole and in order");
     }
     assert_eq!(events.load(Ordering::SeqCst), LINES);
+}
+
+/// Small kernel buffers both ways, so that a peer that does not read
+/// blocks the server's writes soon.
+fn small_pair() -> (TcpStream, TcpStream) {
+    let listener = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    listener.set_send_buffer_size(16 * 1024).unwrap();
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    listener.bind(&addr.into()).unwrap();
+    listener.listen(1).unwrap();
+    let listener: TcpListener = listener.into();
+    let client = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    client.set_recv_buffer_size(16 * 1024).unwrap();
+    client
+        .connect(&listener.local_addr().unwrap().into())
+        .unwrap();
+    let (server, _) = listener.accept().unwrap();
+    (client.into(), server)
+}
+
+/// A peer that sends pings and never reads: the server's pongs fill the
+/// socket, its writes time out (a write timeout, as the docs advise), and
+/// then nothing moves either way. The connection's idle timeout must end
+/// it (final `Protocol(TimedOut(Idle))`), however often a caller retries
+/// the non-final `ConnError::TimedOut`.
+#[test]
+fn the_idle_timeout_ends_a_connection_whose_peer_never_reads_its_replies() {
+    let (mut client, server) = small_pair();
+    server
+        .set_write_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let config =
+        ConnConfig::default().timeouts(Timeouts::default().idle(Some(Duration::from_millis(300))));
+    // 4 KiB pongs: a few fill the socket.
+    let mut pong = vec![b'p'; 4095];
+    pong.push(b'\n');
+    let protocol = PingLines::with_pong(Bytes::from(pong));
+    let mut stream = Stream::with_config(server, protocol, config);
+    // 400 pings (2 KB: the kernel takes them all), then silence; the
+    // client never reads.
+    client.write_all(&b"PING\n".repeat(400)).unwrap();
+
+    let started = Instant::now();
+    let mut write_timeouts = 0;
+    let outcome = loop {
+        if started.elapsed() > Duration::from_secs(5) {
+            break None;
+        }
+        match stream.recv() {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("ended without an error"),
+            Err(ConnError::TimedOut) => write_timeouts += 1, // not final: call again
+            Err(e) => break Some(e),
+        }
+    };
+    match outcome {
+        Some(ConnError::Protocol(Error::TimedOut(Timeout::Idle))) => {}
+        other => panic!(
+            "the idle timeout (300 ms) never fired in 5 s; recv gave ConnError::TimedOut {write_timeouts} times, then {other:?}"
+        ),
+    }
+    drop(client);
 }

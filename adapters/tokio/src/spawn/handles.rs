@@ -345,11 +345,9 @@ impl<P: Protocol> ConnHandle<P> {
         if let Some(e) = st.failure() {
             return Poll::Ready(Err(e));
         }
-        match st.conn.write_end() {
-            Some(Shutdown::Write) => return Poll::Ready(Ok(())),
-            Some(Shutdown::Reset) => return Poll::Ready(Err(WriteError::Closed)),
-            None if st.done => return Poll::Ready(Err(WriteError::Closed)),
-            None => {}
+        // Reset (what was queued was dropped), or the driver stopped.
+        if st.conn.write_end().is_some() || st.done {
+            return Poll::Ready(Err(WriteError::Closed));
         }
         st.waiters
             .wait_flush(Marks::END, cx.waker().clone(), Waker::will_wake);
