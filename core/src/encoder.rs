@@ -50,6 +50,7 @@ impl Part {
         }
     }
 
+    #[inline]
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             Self::Inline { bytes, len } => &bytes[..usize::from(*len)],
@@ -112,31 +113,37 @@ impl Frame {
     }
 
     /// The framing before the body.
+    #[inline]
     pub fn head(&self) -> &[u8] {
         self.head.as_slice()
     }
 
     /// The payload.
+    #[inline]
     pub fn body(&self) -> &Bytes {
         &self.body
     }
 
     /// The framing after the body.
+    #[inline]
     pub fn tail(&self) -> &[u8] {
         self.tail.as_slice()
     }
 
     /// Total length on the wire.
+    #[inline]
     pub fn len(&self) -> usize {
         self.head().len() + self.body.len() + self.tail().len()
     }
 
     /// Whether the frame has no bytes at all.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The payload, dropping the framing.
+    #[inline]
     pub fn into_body(self) -> Bytes {
         self.body
     }
@@ -160,6 +167,7 @@ impl Frame {
         Self { head, body, tail }
     }
 
+    #[inline]
     pub(crate) fn into_raw(self) -> (Part, Bytes, Part) {
         (self.head, self.body, self.tail)
     }

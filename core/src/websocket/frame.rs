@@ -1,6 +1,7 @@
 //! The frame header (RFC 6455, section 5.2): parsing it, checking it,
 //! writing it, and the masking.
 
+use crate::encoder::INLINE_FRAMING;
 use crate::error::{Error, InvalidInput, WsField};
 
 /// A frame's opcode.
@@ -56,6 +57,7 @@ impl OpCode {
 
 /// Longest header: 2 bytes, an 8-byte length, a 4-byte mask.
 pub(crate) const MAX_HEAD: usize = 14;
+const _: () = assert!(MAX_HEAD <= INLINE_FRAMING);
 
 /// A parsed frame header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,9 +145,9 @@ pub(crate) fn parse(buf: &[u8], rsv1_allowed: bool) -> Result<Option<Head>, Erro
 }
 
 /// Writes a header into `out` and returns its length (at most
-/// [`MAX_HEAD`]).
+/// [`MAX_HEAD`], which fits in an inline part of a `Frame`).
 pub(crate) fn write(
-    out: &mut [u8; MAX_HEAD],
+    out: &mut [u8; INLINE_FRAMING],
     fin: bool,
     rsv1: bool,
     opcode: OpCode,
@@ -265,7 +267,7 @@ mod tests {
     fn written_headers_parse_back() {
         for len in [0, 1, 125, 126, 65535, 65536, 1 << 40] {
             for mask in [None, Some([1, 2, 3, 4])] {
-                let mut out = [0; MAX_HEAD];
+                let mut out = [0; INLINE_FRAMING];
                 let n = write(&mut out, true, false, OpCode::Binary, len, mask);
                 let head = parse(&out[..n], false).unwrap().unwrap();
                 assert_eq!((head.len, head.mask, head.head_len), (len as u64, mask, n));

@@ -5,13 +5,13 @@ use alloc::boxed::Box;
 use bytes::{Bytes, BytesMut};
 
 use crate::conn::{Close, Phase, Protocol, Wire};
-use crate::encoder::Frame;
+use crate::encoder::{self, Frame, INLINE_FRAMING};
 use crate::error::{Error, InvalidInput, Limit, Refusal, Timeout, WsField};
 use crate::websocket::close::{self, CloseFrame};
 use crate::websocket::config::WsConfig;
 #[cfg(feature = "deflate")]
 use crate::websocket::deflate::{Deflate, DeflateConfig, DeflateParams};
-use crate::websocket::frame::{self, Head, OpCode, MAX_HEAD};
+use crate::websocket::frame::{self, Head, OpCode};
 use crate::websocket::utf8::Utf8;
 use crate::websocket::{Entropy, Role};
 
@@ -241,6 +241,7 @@ impl WebSocket {
     /// is compressed (unless shorter than
     /// [`DeflateConfig::min_size`](crate::websocket::DeflateConfig::min_size)).
     #[must_use]
+    #[inline]
     pub fn message(&mut self, kind: Kind, payload: Bytes) -> Frame {
         let opcode = match kind {
             Kind::Text => OpCode::Text,
@@ -324,13 +325,14 @@ impl WebSocket {
     }
 
     /// A frame: the header inline; a client's payload masked into a copy.
+    #[inline]
     fn frame(&mut self, fin: bool, rsv1: bool, opcode: OpCode, payload: Bytes) -> Frame {
         let mask = self.entropy.as_mut().map(|entropy| {
             let mut key = [0; 4];
             entropy.fill(&mut key);
             key
         });
-        let mut head = [0; MAX_HEAD];
+        let mut head = [0; INLINE_FRAMING];
         let n = frame::write(&mut head, fin, rsv1, opcode, payload.len(), mask);
         let body = match mask {
             Some(key) => {
@@ -340,7 +342,12 @@ impl WebSocket {
             }
             None => payload,
         };
-        Frame::with_framing(&head[..n], body, &[])
+        // Inline as it is: no variable-length copy of the header.
+        Frame::from_parts(
+            encoder::Part::inline(head, n),
+            body,
+            encoder::Part::inline([0; INLINE_FRAMING], 0),
+        )
     }
 
     // ----- reading -----
@@ -462,11 +469,6 @@ impl WebSocket {
 
     /// The next event, or `Ok(None)` for more bytes.
     fn read(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
-        if self.reading.is_none() && self.message.is_none() {
-            if let Some(event) = self.small_message(wire) {
-                return Ok(Some(event));
-            }
-        }
         loop {
             // Where the bytes not consumed start: the frame at fault (or
             // the rest of a streamed one).
@@ -803,6 +805,27 @@ impl WebSocket {
         }
     }
 
+    /// Everything but the fast path of `poll_event`.
+    #[inline(never)]
+    fn poll_slow(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
+        if let Some(Owed::Pong(pong)) = self.owed.take() {
+            if !self.reply(wire, pong) {
+                return Ok(None);
+            }
+        }
+        if self.done {
+            return Ok(None);
+        }
+        match self.read(wire) {
+            Ok(Some(WsEvent::Close(frame))) => {
+                self.done = true;
+                Ok(Some(WsEvent::Close(frame)))
+            }
+            Ok(event) => Ok(event),
+            Err(e) => Err(self.fail(wire, e)),
+        }
+    }
+
     /// Fails the connection: the close that fits `error` goes out at the
     /// next write, after the application's answers to the messages before
     /// the error (unless a close went out already), and the write side
@@ -864,23 +887,16 @@ fn control_len(len: usize) -> Result<(), Error> {
 impl Protocol for WebSocket {
     type Event = WsEvent;
 
+    /// The commonest case first, inlined into the caller's loop: a small
+    /// whole message between messages, with nothing owed.
+    #[inline]
     fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
-        if let Some(Owed::Pong(pong)) = self.owed.take() {
-            if !self.reply(wire, pong) {
-                return Ok(None);
+        if self.owed.is_none() && !self.done && self.reading.is_none() && self.message.is_none() {
+            if let Some(event) = self.small_message(wire) {
+                return Ok(Some(event));
             }
         }
-        if self.done {
-            return Ok(None);
-        }
-        match self.read(wire) {
-            Ok(Some(WsEvent::Close(frame))) => {
-                self.done = true;
-                Ok(Some(WsEvent::Close(frame)))
-            }
-            Ok(event) => Ok(event),
-            Err(e) => Err(self.fail(wire, e)),
-        }
+        self.poll_slow(wire)
     }
 
     /// A timeout ends the connection with a close 1001 (going away) after
