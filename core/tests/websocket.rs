@@ -432,6 +432,47 @@ fn invalid_text_fails_before_its_frame_is_complete() {
 }
 
 #[test]
+fn invalid_text_with_a_16_bit_length_fails_alike_and_leaves_the_bytes_as_they_came() {
+    // 300 bytes (a 16-bit length), bad at byte 200, all in one read: the
+    // whole-frame path must give way to the long one, fail as byte by
+    // byte does, and leave the frame in the buffer as it came (masked).
+    let mut payload = vec![b'a'; 300];
+    payload[200] = 0xff;
+    let whole = frame(true, 1, &payload, KEY);
+    assert_eq!(whole[1] & 0x7f, 126);
+    let mut trickled = server();
+    let mut by_byte = Ok(None);
+    let mut fed = 0;
+    for byte in whole.chunks(1) {
+        trickled.feed(byte, NOW).unwrap();
+        fed += 1;
+        by_byte = trickled.poll_event();
+        if by_byte.is_err() {
+            break;
+        }
+    }
+    // Refused at the bad byte, the bytes fed so far left as they came.
+    assert_eq!(fed, 2 + 2 + 4 + 201);
+    assert_eq!(trickled.recv_buf().peek(), &whole[..fed]);
+    assert!(matches!(
+        by_byte,
+        Err(Error::InvalidInput {
+            kind: InvalidInput::Utf8,
+            ..
+        })
+    ));
+    let mut conn = server();
+    conn.feed(&whole, NOW).unwrap();
+    assert_eq!(conn.poll_event(), by_byte);
+    assert_eq!(conn.recv_buf().peek(), &whole[..]);
+    // A good one of the same size in the same read comes out whole.
+    payload[200] = b'b';
+    let mut conn = server();
+    conn.feed(&frame(true, 1, &payload, KEY), NOW).unwrap();
+    assert_eq!(conn.poll_event(), Ok(Some(WsEvent::Text(Bytes::from(payload)))));
+}
+
+#[test]
 fn limits_are_closes_with_1009() {
     let config = WsConfig::default()
         .max_frame(100)

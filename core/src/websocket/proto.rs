@@ -456,13 +456,16 @@ impl WebSocket {
                 && self
                     .message
                     .is_some_and(|m| m.kind == Kind::Text && !m.compressed);
-            if text && self.utf8.feed(bytes).is_err() {
+            let valid = !text || self.utf8.feed(bytes).is_ok();
+            // Counted as seen even when invalid: `restore` masks again
+            // what was unmasked, so the bytes left are those that came.
+            reading.seen = upto;
+            if !valid {
                 return Err(Error::InvalidInput {
                     kind: InvalidInput::Utf8,
                     offset: 0,
                 });
             }
-            reading.seen = upto;
         }
         Ok(have)
     }
