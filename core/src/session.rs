@@ -431,7 +431,7 @@ impl<T: Clone, D: Decoder, S: Switch<D::Item>> Protocol for Session<T, D, S> {
     type Event = Event<T, D::Item>;
 
     fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<Self::Event>, Error> {
-        let (eof, now) = (wire.eof, wire.now);
+        let (eof, now) = (wire.eof, wire.now());
         self.next_event(wire.recv, eof, now)
     }
 

@@ -437,7 +437,7 @@ impl<P: Protocol> Conn<P> {
                 recv: &mut self.recv,
                 send: &mut self.send,
                 eof: self.read == ReadSide::Ended,
-                now: Duration::from_nanos(self.clock.now),
+                now: self.clock.now,
                 close: &mut close_asked,
                 farewell: &mut self.farewell,
             };

@@ -46,7 +46,9 @@ pub struct Wire<'a> {
     pub(crate) recv: &'a mut RecvBuf,
     pub(crate) send: &'a mut WriteQueue,
     pub(crate) eof: bool,
-    pub(crate) now: Duration,
+    /// Nanoseconds on the driver's clock: made into a `Duration` only when
+    /// a protocol asks (most polls never do).
+    pub(crate) now: u64,
     pub(crate) close: &'a mut bool,
     pub(crate) farewell: &'a mut Option<Box<Frame>>,
 }
@@ -67,7 +69,7 @@ impl<'a> Wire<'a> {
             recv,
             send,
             eof,
-            now,
+            now: crate::conn::timeouts::nanos(now),
             close,
             farewell,
         }
@@ -87,7 +89,7 @@ impl<'a> Wire<'a> {
     /// The time of the latest handler call, on the driver's clock.
     #[must_use]
     pub fn now(&self) -> Duration {
-        self.now
+        Duration::from_nanos(self.now)
     }
 
     /// Queues a reply of the protocol's own (a pong, a close, an interim

@@ -519,13 +519,13 @@ impl WebSocket {
         }
     }
 
-    /// The commonest frame of all, read from its first two bytes: a whole
-    /// text or binary message of at most 125 bytes (FIN, no reserved bit,
-    /// a 7-bit length), masked as the role wants, within the limits, in
-    /// the buffer, between messages. Unmasked, checked and split off at
-    /// once; `None` for anything else, which [`frame::parse`] reads and
-    /// checks in full (invalid text too: masked again, it goes the long
-    /// way, which finds the error at its place).
+    /// The commonest frames of all, read from their first bytes: a whole
+    /// text or binary message of at most 64 KiB - 1 (FIN, no reserved
+    /// bit, a 7-bit or 16-bit length), masked as the role wants, within
+    /// the limits, in the buffer, between messages. Unmasked, checked and
+    /// split off at once; `None` for anything else, which [`frame::parse`]
+    /// reads and checks in full (invalid text too: masked again, it goes
+    /// the long way, which finds the error at its place).
     #[inline]
     fn small_message(&mut self, wire: &mut Wire<'_>) -> Option<WsEvent> {
         let server = self.role == Role::Server;
@@ -538,19 +538,28 @@ impl WebSocket {
             _ => return None,
         };
         let masked = b1 & 0x80 != 0;
-        let len = b1 & 0x7F;
+        if masked != server {
+            return None;
+        }
+        let (len, at) = match b1 & 0x7F {
+            127 => return None,
+            126 => match *data.get(2..4)? {
+                [a, b] => (usize::from(u16::from_be_bytes([a, b])), 4),
+                _ => return None,
+            },
+            short => (usize::from(short), 2),
+        };
         let limit = config
             .get_max_frame()
             .min(config.get_max_message())
             .min(config.get_stream_above());
-        if masked != server || len > 125 || u64::from(len) > limit {
+        if len as u64 > limit {
             return None;
         }
-        let len = usize::from(len);
-        let head_len = if masked { 6 } else { 2 };
+        let head_len = if masked { at + 4 } else { at };
         let (head, payload) = data.get_mut(..head_len + len)?.split_at_mut(head_len);
         let key = match *head {
-            [_, _, k0, k1, k2, k3] => Some([k0, k1, k2, k3]),
+            [.., k0, k1, k2, k3] if masked => Some([k0, k1, k2, k3]),
             _ => None,
         };
         if let Some(key) = key {
