@@ -36,6 +36,7 @@ impl OpCode {
 
     /// The four bits on the wire.
     #[must_use]
+    #[inline]
     pub fn bits(self) -> u8 {
         match self {
             Self::Continuation => 0x0,
@@ -146,6 +147,7 @@ pub(crate) fn parse(buf: &[u8], rsv1_allowed: bool) -> Result<Option<Head>, Erro
 
 /// Writes a header into `out` and returns its length (at most
 /// [`MAX_HEAD`], which fits in an inline part of a `Frame`).
+#[inline]
 pub(crate) fn write(
     out: &mut [u8; INLINE_FRAMING],
     fin: bool,
