@@ -372,6 +372,16 @@ fn every_broken_rule_is_refused_at_every_split_point() {
                 _ => 12,
             };
             assert_eq!(*offset, bad_frame, "{name} cut at {cut}");
+            // Nothing lost: the buffer holds the bytes from the bad frame
+            // on, as they came (masked), up to where feeding stopped.
+            let left = conn.recv_buf().peek();
+            let from = usize::try_from(*offset).unwrap();
+            assert!(
+                [cut, bytes.len()].contains(&(from + left.len()))
+                    && bytes[from..].starts_with(left),
+                "{name} cut at {cut}: the bytes left are not those that came: {left:?} vs {:?}",
+                &bytes[from..]
+            );
             assert_eq!(
                 seen.messages,
                 [(Kind::Text, b"before".to_vec())],
@@ -469,7 +479,34 @@ fn invalid_text_with_a_16_bit_length_fails_alike_and_leaves_the_bytes_as_they_ca
     payload[200] = b'b';
     let mut conn = server();
     conn.feed(&frame(true, 1, &payload, KEY), NOW).unwrap();
-    assert_eq!(conn.poll_event(), Ok(Some(WsEvent::Text(Bytes::from(payload)))));
+    assert_eq!(
+        conn.poll_event(),
+        Ok(Some(WsEvent::Text(Bytes::from(payload))))
+    );
+}
+
+#[test]
+fn a_streamed_text_frame_ending_inside_a_code_point_leaves_its_last_piece() {
+    // Frames above 8 bytes come out in pieces; this one's text ends in
+    // the middle of a euro sign, which only its last piece can tell.
+    let whole = frame(true, 1, b"0123456789ab\xe2\x82", KEY);
+    let mut conn = server_with(WsConfig::default().stream_above(8));
+    conn.feed(&whole[..6 + 10], NOW).unwrap();
+    let Ok(Some(WsEvent::Part(first))) = conn.poll_event() else {
+        panic!("the first piece");
+    };
+    assert_eq!(&first.data[..], b"0123456789");
+    conn.feed(&whole[6 + 10..], NOW).unwrap();
+    assert!(matches!(
+        conn.poll_event(),
+        Err(Error::InvalidInput {
+            kind: InvalidInput::Utf8,
+            ..
+        })
+    ));
+    // The refused piece stays, as it came (masked: the key goes on from
+    // where the first piece stopped).
+    assert_eq!(conn.recv_buf().peek(), &whole[6 + 10..]);
 }
 
 #[test]

@@ -211,6 +211,9 @@ fn deflate_bomb_with_context_takeover_is_1009() {
     poll_all(&mut conn, &mut seen, &mut Assembler::new());
     assert_eq!(seen.messages, vec![(Kind::Binary, vec![0u8; 1000])]);
     assert!(is_limit(&seen.error, Limit::MessageLength), "{seen:?}");
+    // The bomb's frame stays in the buffer as it came.
+    let first = frame_rsv(true, true, 2, &m1, KEY).len();
+    assert_eq!(conn.recv_buf().peek(), &bytes[first..]);
     assert_eq!(close_code_in(&drain(&mut conn)), Some(1009));
 }
 
@@ -346,6 +349,8 @@ fn deflate_invalid_utf8_is_1007() {
             ..
         })
     ));
+    // Refused whole, the frame stays in the buffer as it came.
+    assert_eq!(conn.recv_buf().peek(), &bytes[..]);
     assert_eq!(close_code_in(&drain(&mut conn)), Some(1007));
 }
 

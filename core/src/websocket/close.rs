@@ -72,31 +72,37 @@ pub fn close_code_for(error: &Error) -> u16 {
     }
 }
 
-/// Reads a close frame's payload: empty, or a sendable code and a UTF-8
-/// reason.
-pub(crate) fn parse(payload: &Bytes) -> Result<CloseFrame, Error> {
+/// Checks a close frame's payload: empty, or a sendable code and a UTF-8
+/// reason. Returns the code.
+pub(crate) fn check(payload: &[u8]) -> Result<Option<u16>, Error> {
     let bad = |kind| Error::InvalidInput { kind, offset: 0 };
-    match payload.len() {
-        0 => Ok(CloseFrame {
-            code: None,
-            reason: Bytes::new(),
-        }),
-        1 => Err(bad(InvalidInput::WebSocket(WsField::Close))),
-        _ => {
-            let code = u16::from_be_bytes([payload[0], payload[1]]);
+    match *payload {
+        [] => Ok(None),
+        [_] => Err(bad(InvalidInput::WebSocket(WsField::Close))),
+        [c0, c1, ref reason @ ..] => {
+            let code = u16::from_be_bytes([c0, c1]);
             if !is_sendable(code) {
                 return Err(bad(InvalidInput::WebSocket(WsField::Close)));
             }
-            let reason = payload.slice(2..);
-            if simdutf8::basic::from_utf8(&reason).is_err() {
+            if simdutf8::basic::from_utf8(reason).is_err() {
                 return Err(bad(InvalidInput::Utf8));
             }
-            Ok(CloseFrame {
-                code: Some(code),
-                reason,
-            })
+            Ok(Some(code))
         }
     }
+}
+
+/// Reads a close frame's payload (see [`check`]).
+pub(crate) fn parse(payload: &Bytes) -> Result<CloseFrame, Error> {
+    let code = check(payload)?;
+    Ok(CloseFrame {
+        code,
+        reason: if code.is_some() {
+            payload.slice(2..)
+        } else {
+            Bytes::new()
+        },
+    })
 }
 
 #[cfg(test)]

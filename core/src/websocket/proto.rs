@@ -503,16 +503,10 @@ impl WebSocket {
             if have < reading.head.len {
                 return self.at_end(wire);
             }
-            self.reading = None;
-            let len = usize::try_from(reading.head.len).unwrap_or(usize::MAX);
-            let payload = wire.recv().split_frame(reading.head.head_len, len, 0);
-            let event = if reading.head.opcode.is_control() {
-                self.control(wire, reading.head.opcode, payload)
-            } else {
-                self.data(reading.head.fin, payload)
-            };
             // A rule the whole frame broke: the error is at its start.
-            let event = event.map_err(|e| at(e, here))?;
+            let event = self
+                .whole_frame(wire, reading.head)
+                .map_err(|e| at(e, here))?;
             if event.is_some() || self.owed.is_some() {
                 return Ok(event);
             }
@@ -632,16 +626,17 @@ impl WebSocket {
             0
         };
         let n = usize::try_from(have).unwrap_or(usize::MAX);
-        let data = wire.recv().split_frame(skip, n, 0);
         let taken = reading.taken + have;
         let frame_done = taken == reading.head.len;
+        let last = frame_done && reading.head.fin;
+        // Judged before the piece is consumed: refused, it stays.
+        let kind = self.add_to_message(have, last)?;
+        let data = wire.recv().split_frame(skip, n, 0);
         self.reading = if frame_done {
             None
         } else {
             Some(Reading { taken, ..reading })
         };
-        let last = frame_done && reading.head.fin;
-        let kind = self.add_to_message(have, last)?;
         Ok(WsEvent::Part(Part { kind, data, last }))
     }
 
@@ -665,20 +660,43 @@ impl WebSocket {
         Ok(kind)
     }
 
-    /// A whole data frame.
-    fn data(&mut self, fin: bool, payload: Bytes) -> Result<Option<WsEvent>, Error> {
+    /// A whole frame, unmasked in the buffer. What may refuse it is
+    /// judged while its bytes are still there (refused, they stay: `fail`
+    /// masks them again), then it is consumed.
+    fn whole_frame(&mut self, wire: &mut Wire<'_>, head: Head) -> Result<Option<WsEvent>, Error> {
+        let (at, len) = (
+            head.head_len,
+            usize::try_from(head.len).unwrap_or(usize::MAX),
+        );
+        fn payload<'w>(wire: &'w mut Wire<'_>, at: usize, len: usize) -> &'w [u8] {
+            let bytes = wire.recv().peek();
+            bytes.get(at..at.saturating_add(len)).unwrap_or_default()
+        }
+        if head.opcode.is_control() {
+            if head.opcode == OpCode::Close {
+                close::check(payload(wire, at, len))?;
+            }
+            self.reading = None;
+            let payload = wire.recv().split_frame(at, len, 0);
+            return self.control(wire, head.opcode, payload);
+        }
         let Some(message) = self.message else {
             return Err(bad(WsField::Continuation));
         };
         if message.compressed {
-            return self.inflate(fin, &payload);
+            let event = self.inflate(head.fin, payload(wire, at, len))?;
+            self.reading = None;
+            wire.recv().split_frame(at + len, 0, 0);
+            return Ok(event);
         }
-        let kind = self.add_to_message(payload.len() as u64, fin)?;
+        let kind = self.add_to_message(head.len, head.fin)?;
+        self.reading = None;
+        let payload = wire.recv().split_frame(at, len, 0);
         Ok(Some(if message.parts {
             WsEvent::Part(Part {
                 kind,
                 data: payload,
-                last: fin,
+                last: head.fin,
             })
         } else {
             match kind {
