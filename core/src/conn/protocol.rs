@@ -56,6 +56,9 @@ pub struct Wire<'a> {
 impl<'a> Wire<'a> {
     /// A wire over a buffer and a queue, for a protocol driven without a
     /// [`Conn`](crate::conn::Conn) (a test, a protocol inside another).
+    ///
+    /// `now` is kept in nanoseconds, as a `Conn` keeps its clock: a time
+    /// past `u64::MAX` nanoseconds (about 584 years) reads back as that.
     #[must_use]
     pub fn new(
         recv: &'a mut RecvBuf,
