@@ -277,7 +277,19 @@ impl Request {
     /// The method, as sent (a token; methods are case-sensitive).
     #[must_use]
     pub fn method(&self) -> &str {
-        ascii(self.method.get(&self.head))
+        // The registered methods without a second look at their bytes.
+        match self.method.get(&self.head) {
+            b"GET" => "GET",
+            b"POST" => "POST",
+            b"HEAD" => "HEAD",
+            b"PUT" => "PUT",
+            b"DELETE" => "DELETE",
+            b"OPTIONS" => "OPTIONS",
+            b"PATCH" => "PATCH",
+            b"CONNECT" => "CONNECT",
+            b"TRACE" => "TRACE",
+            other => ascii(other),
+        }
     }
 
     /// The request target, as sent (visible ASCII).
