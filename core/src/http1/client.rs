@@ -14,7 +14,7 @@ use crate::http1::faults::Role;
 use crate::http1::framing::elements;
 use crate::http1::head::{Body, Headers, Response};
 use crate::http1::parse::{parse_response, Asked};
-use crate::http1::reader::HeadSearch;
+use crate::http1::reader::{unless_stuck, HeadSearch};
 use crate::recv_buf::RecvBuf;
 
 /// What a [`Client`] reads from a connection, in order: for each request
@@ -243,6 +243,8 @@ impl Protocol for Client {
             }
             State::Done => Ok(None),
         };
+        let done = matches!(self.state, State::Done);
+        let polled = unless_stuck(polled, recv, eof, done);
         if polled.is_err() {
             self.state = State::Done;
         }

@@ -144,3 +144,21 @@ pub(crate) fn skip_empty_lines(recv: &mut RecvBuf, config: &Http1Config) -> Resu
         skipped += n;
     }
 }
+
+/// A role's answer, unless it waits for bytes that cannot come: a head, a
+/// chunk-size line or a trailer section that filled the buffer without
+/// ending is refused with [`Limit::Buffer`], as a decoder's
+/// would be, instead of waiting for ever (a buffer smaller than the
+/// role's own limits). Body data always drains the buffer, and a role
+/// that is done (closed, switched) waits for nothing.
+pub(crate) fn unless_stuck<T>(
+    polled: Result<Option<T>, Error>,
+    recv: &RecvBuf,
+    eof: bool,
+    done: bool,
+) -> Result<Option<T>, Error> {
+    match polled {
+        Ok(None) if !eof && !done && recv.is_full() => Err(recv.over_limit(recv.len() as u64 + 1)),
+        polled => polled,
+    }
+}

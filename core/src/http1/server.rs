@@ -9,7 +9,7 @@ use crate::http1::config::Http1Config;
 use crate::http1::faults::Role;
 use crate::http1::head::{Headers, Request};
 use crate::http1::parse::parse_request;
-use crate::http1::reader::{skip_empty_lines, HeadSearch};
+use crate::http1::reader::{skip_empty_lines, unless_stuck, HeadSearch};
 use crate::recv_buf::RecvBuf;
 
 /// What a [`Server`] reads from a connection, in order: for each request
@@ -244,6 +244,8 @@ impl Protocol for Server {
             }
             State::Done(_) => Ok(None),
         };
+        let done = matches!(self.state, State::Done(_));
+        let polled = unless_stuck(polled, recv, eof, done);
         if polled.is_err() {
             self.state = State::Done(Last::Close);
         }
