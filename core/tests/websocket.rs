@@ -403,6 +403,32 @@ fn every_broken_rule_is_refused_at_every_split_point() {
 }
 
 #[test]
+fn a_client_masks_a_payload_it_alone_holds_in_place_and_copies_a_shared_one() {
+    let text = b"masked where it lies".to_vec();
+    let mut conn = client_with(WsConfig::default());
+    // The only handle: masked in its own memory, no copy.
+    let alone = Bytes::from(text.clone());
+    let at = alone.as_ptr();
+    let frame = conn.protocol_mut().message(Kind::Text, alone);
+    assert_eq!(frame.body().as_ptr(), at);
+    let in_place = frame.to_bytes();
+    // Shared: the caller's bytes stay as they were.
+    let kept = Bytes::from(text.clone());
+    let frame = conn.protocol_mut().message(Kind::Text, kept.clone());
+    assert_ne!(frame.body().as_ptr(), kept.as_ptr());
+    assert_eq!(&kept[..], &text[..]);
+    // Both read back as the text, with the keys the entropy gave.
+    for wire in [in_place, frame.to_bytes()] {
+        let mut server = server();
+        server.feed(&wire, NOW).unwrap();
+        assert_eq!(
+            server.poll_event(),
+            Ok(Some(WsEvent::Text(Bytes::from(text.clone()))))
+        );
+    }
+}
+
+#[test]
 fn a_server_frame_to_a_client_must_not_be_masked() {
     let (seen, mut conn) = run(
         client_with(WsConfig::default()),

@@ -236,8 +236,10 @@ impl WebSocket {
     // ----- what the application sends -----
 
     /// A whole message as one frame to push: the payload is not copied
-    /// for a server (the header is inline framing); a client masks it into
-    /// a copy, as it must. With permessage-deflate negotiated the message
+    /// for a server (the header is inline framing); a client must mask it:
+    /// in place when the `Bytes` is the only handle to its memory (a
+    /// buffer built for this message), else into a copy, so that no other
+    /// holder sees masked bytes. With permessage-deflate negotiated the message
     /// is compressed (unless shorter than
     /// [`DeflateConfig::min_size`](crate::websocket::DeflateConfig::min_size)).
     #[must_use]
@@ -324,7 +326,8 @@ impl WebSocket {
         self.frame(true, false, OpCode::Close, payload.freeze())
     }
 
-    /// A frame: the header inline; a client's payload masked into a copy.
+    /// A frame: the header inline; a client's payload masked (in place
+    /// when no one else holds it, else into a copy).
     #[inline]
     fn frame(&mut self, fin: bool, rsv1: bool, opcode: OpCode, payload: Bytes) -> Frame {
         let mask = self.entropy.as_mut().map(|entropy| {
@@ -336,7 +339,12 @@ impl WebSocket {
         let n = frame::write(&mut head, fin, rsv1, opcode, payload.len(), mask);
         let body = match mask {
             Some(key) => {
-                let mut masked = BytesMut::from(&payload[..]);
+                // Masked in place when the payload is ours alone (a buffer
+                // the caller built and handed over); else into a copy,
+                // so no one else's bytes change.
+                let mut masked = payload
+                    .try_into_mut()
+                    .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
                 frame::apply_mask(&mut masked, key, 0);
                 masked.freeze()
             }
