@@ -34,24 +34,9 @@ use cleave_proto::{
 
 const NOW: Duration = Duration::ZERO;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn one_in(&mut self, n: u64) -> bool {
-        self.below(n) == 0
-    }
-    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
-        from[self.below(from.len() as u64) as usize]
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 // ----- the setup -----
 
