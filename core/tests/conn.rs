@@ -19,6 +19,8 @@ use core::time::Duration;
 
 use cleave_proto::conn::{Conn, ConnConfig, Framed, Phase, Protocol, Raw, Shutdown, Wire};
 use cleave_proto::route::{Match, Reason, Router};
+#[cfg(feature = "std")]
+use cleave_proto::ConnError;
 use cleave_proto::{
     Bytes, Error, Event, Frame, LengthConfig, LengthPrefixed, Lines, LinesConfig, NoFrames,
     NoSwitch, ProxyMode, RecvBufConfig, Refusal, Session, SessionConfig, Timeout, Timeouts,
@@ -542,6 +544,87 @@ fn a_write_error_drops_the_queue_and_nothing_is_shut() {
     // The read side goes on.
     conn.feed(b"still read\n", ms(2)).unwrap();
     assert_eq!(conn.poll_event(), Ok(Some(Bytes::from("still read"))));
+}
+
+/// What every adapter's flush and close report once the write side
+/// dropped its queue, and what a refused push says: one rule, in the core.
+#[cfg(feature = "std")]
+#[test]
+fn a_dropped_queue_is_reported_the_same_way_whatever_dropped_it() {
+    use std::io::ErrorKind;
+    let kind = |got: Result<(), ConnError>| match got {
+        Err(ConnError::Io(e)) => Some(e.kind()),
+        other => panic!("{other:?}"),
+    };
+
+    // A write that failed: the socket's error once, then `BrokenPipe`.
+    let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+    let ticket = conn.push(Bytes::from_static(b"lost\n")).unwrap();
+    assert!(conn.check_written().is_ok(), "nothing dropped yet");
+    let got = conn.write_io(ms(1), |_| Err(ErrorKind::ConnectionReset.into()));
+    assert!(matches!(got, Err(ConnError::Io(ref e)) if e.kind() == ErrorKind::ConnectionReset));
+    assert!(conn.is_write_failed() && !conn.queue().is_written(ticket));
+    assert_eq!(kind(conn.check_written()), Some(ErrorKind::BrokenPipe));
+
+    // A writer that takes nothing of a write fails it (`WriteZero`).
+    let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+    conn.push(Bytes::from_static(b"lost\n")).unwrap();
+    let got = conn.write_io(ms(1), |_| Ok(Some(0)));
+    assert!(matches!(got, Err(ConnError::Io(ref e)) if e.kind() == ErrorKind::WriteZero));
+    assert!(conn.is_write_failed());
+
+    // The application's reset, with no error of the connection's.
+    let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+    conn.push(Bytes::from_static(b"lost\n")).unwrap();
+    conn.reset();
+    conn.handle_shutdown();
+    assert_eq!(conn.write_end(), Some(Shutdown::Reset));
+    assert_eq!(kind(conn.check_written()), Some(ErrorKind::BrokenPipe));
+    assert!(
+        matches!(conn.closed_error(), ConnError::Io(ref e) if e.kind() == ErrorKind::BrokenPipe)
+    );
+
+    // A timeout: its own error, for a reset and for a refused push.
+    let mut conn = lines_with(Timeouts::NONE.idle(Some(ms(10))), Duration::ZERO);
+    conn.handle_timeout(ms(10));
+    assert!(conn.error().is_some());
+    assert!(matches!(
+        conn.closed_error(),
+        ConnError::Protocol(Error::TimedOut(Timeout::Idle))
+    ));
+    conn.reset();
+    conn.handle_shutdown();
+    assert!(matches!(
+        conn.check_written(),
+        Err(ConnError::Protocol(Error::TimedOut(Timeout::Idle)))
+    ));
+}
+
+/// `read_io`: a signal is read through, "nothing now" changes nothing, a
+/// failure ends reading and keeps what was buffered.
+#[cfg(feature = "std")]
+#[test]
+fn read_io_reads_through_signals_and_records_a_failure() {
+    use std::io::ErrorKind;
+    let mut conn = lines_with(Timeouts::NONE, Duration::ZERO);
+    let mut calls = 0;
+    let got = conn.read_io(ms(1), |spare| {
+        calls += 1;
+        if calls == 1 {
+            return Err(ErrorKind::Interrupted.into());
+        }
+        spare[..5].copy_from_slice(b"one\nt");
+        Ok(Some(5))
+    });
+    assert!(matches!(got, Ok(Some(5))) && calls == 2, "{got:?}");
+    assert!(matches!(conn.read_io(ms(2), |_| Ok(None)), Ok(None)));
+    assert!(conn.wants_read() && !conn.is_read_closed());
+    let got = conn.read_io(ms(3), |_| Err(ErrorKind::ConnectionReset.into()));
+    assert!(matches!(got, Err(ConnError::Io(ref e)) if e.kind() == ErrorKind::ConnectionReset));
+    assert!(!conn.wants_read() && conn.is_read_closed());
+    assert_eq!(conn.poll_event(), Ok(Some(Bytes::from("one"))));
+    assert_eq!(conn.poll_event(), Ok(None));
+    assert_eq!(conn.recv_buf().peek(), b"t", "the rest stays");
 }
 
 #[test]

@@ -174,34 +174,31 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
             self.poll_events(events)?;
         }
         while self.conn.wants_read() {
-            let now = self.now();
             let (io, mut room) = (&mut self.io, 0);
-            let read = self.conn.read_with(now, |spare| {
+            let read = self.conn.read_io(self.base.elapsed(), |spare| {
                 room = spare.len();
-                io.read(spare).map_err(ConnError::Io)
-            });
-            // A read that did not fill the room emptied the socket (see
-            // `Socket::short_read_drains`): the read that would only say
-            // WouldBlock can be skipped, as tokio does.
-            let emptied = matches!(read, Ok(n) if 0 < n && n < room);
-            match read {
-                Ok(n) => {
-                    outcome.read += n;
-                    self.drained = false;
+                match io.read(spare) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+                    read => read.map(Some),
                 }
-                Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
+            });
+            let n = match read {
+                Ok(Some(n)) => n,
+                Ok(None) => {
                     self.went_idle();
                     break;
                 }
-                Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    if matches!(e, ConnError::Io(_)) {
-                        self.conn.handle_read_error(now);
-                    }
                     self.poll_events(events)?; // what was complete before it
                     return Err(e);
                 }
-            }
+            };
+            outcome.read += n;
+            self.drained = false;
+            // A read that did not fill the room emptied the socket (see
+            // `Socket::short_read_drains`): the read that would only say
+            // WouldBlock can be skipped, as tokio does.
+            let emptied = 0 < n && n < room;
             self.poll_events(events)?;
             if shortcut && emptied {
                 self.went_idle();
@@ -252,23 +249,17 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
     /// never complete) and nothing more is written.
     pub fn on_writable(&mut self) -> Result<bool, ConnError> {
         loop {
-            let now = self.now();
             let io = &mut self.io;
-            let written = self
-                .conn
-                .write_with(now, |slices| match io.write_vectored(slices) {
-                    Ok(0) => Err(ConnError::Io(io::ErrorKind::WriteZero.into())),
-                    written => written.map_err(ConnError::Io),
-                });
-            match written {
-                Ok(0) => break, // nothing queued, or nothing may go out
-                Ok(_) => {}
-                Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.conn.handle_write_error(now);
-                    return Err(e);
+            let written = self.conn.write_io(self.base.elapsed(), |slices| {
+                match io.write_vectored(slices) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+                    written => written.map(Some),
                 }
+            });
+            match written? {
+                Some(0) => break, // nothing queued, or nothing may go out
+                Some(_) => {}
+                None => return Ok(false),
             }
         }
         if self.drained {

@@ -8,7 +8,7 @@ use cleave_proto::{Conn, ConnConfig, Lane, Protocol, Push, Ticket};
 
 use crate::error::ConnError;
 use crate::socket::Socket;
-use crate::write::{is_timeout, write_vectored};
+use crate::write::is_timeout;
 
 /// One connection over any blocking `Read` and `Write` (a `TcpStream`, a
 /// `UnixStream`, a file, a pipe), driven on the caller's thread: the
@@ -187,28 +187,6 @@ impl<S, P: Protocol> Stream<S, P> {
             read_failed: self.read_failed,
         }
     }
-
-    /// `Err` when the write side dropped what was queued: `BrokenPipe`
-    /// after a failed write (reported once, where it happened, perhaps
-    /// inside a `recv`); after a reset, as [`closed`](Self::closed).
-    fn written(&self) -> Result<(), ConnError> {
-        if self.conn.is_write_failed() {
-            return Err(ConnError::Io(io::ErrorKind::BrokenPipe.into()));
-        }
-        if self.conn.write_end() == Some(Shutdown::Reset) {
-            return Err(self.closed());
-        }
-        Ok(())
-    }
-
-    /// The error for a push into a closed queue: the connection's own, or
-    /// `BrokenPipe`.
-    fn closed(&self) -> ConnError {
-        match self.conn.error() {
-            Some(e) => ConnError::Protocol(e.clone()),
-            None => ConnError::Io(io::ErrorKind::BrokenPipe.into()),
-        }
-    }
 }
 
 impl<S: Socket, P: Protocol> Stream<S, P> {
@@ -287,7 +265,7 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
         if wrote {
             writer
                 .flush()
-                .map_err(|e| fail_write(&mut self.conn, e, self.base))?;
+                .map_err(|e| fail_flush(&mut self.conn, e, self.base))?;
         }
         self.shut()?;
         Ok(wrote)
@@ -375,11 +353,10 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
             let io = &mut self.io;
             match self
                 .conn
-                .read_with(now, |spare| io.read(spare).map_err(ConnError::Io))
+                .read_io(now, |spare| nothing_on_timeout(io.read(spare)))
             {
-                Ok(_) => {}
-                Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(ConnError::Io(e)) if is_timeout(&e) => {
+                Ok(Some(_)) => {}
+                Ok(None) => {
                     // Nothing came in time: the connection waits, so its
                     // buffers give back what they do not need.
                     self.conn.release_idle();
@@ -394,7 +371,6 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
                     // early): read on.
                 }
                 Err(ConnError::Io(e)) => {
-                    self.conn.handle_read_error(now);
                     self.read_failed = Some(e.kind());
                     return Err(ConnError::Io(e));
                 }
@@ -421,10 +397,12 @@ impl<S: Write, P: Protocol> Stream<S, P> {
         loop {
             item = match self.conn.push(item) {
                 Ok(ticket) => return Ok(ticket),
-                Err(rejected) => rejected.when_full().ok_or_else(|| self.closed())?,
+                Err(rejected) => rejected
+                    .when_full()
+                    .ok_or_else(|| self.conn.closed_error())?,
             };
             if write_once(&mut self.conn, &mut self.io, self.base)? == 0 {
-                return Err(self.closed());
+                return Err(self.conn.closed_error());
             }
         }
     }
@@ -442,7 +420,7 @@ impl<S: Write, P: Protocol> Stream<S, P> {
     /// `Err` again: see [`close`](Self::close).
     pub fn flush(&mut self) -> Result<(), ConnError> {
         flush_into(&mut self.conn, &mut self.io, self.base)?;
-        self.written()
+        self.conn.check_written()
     }
 }
 
@@ -461,24 +439,30 @@ impl<S: Write + Socket, P: Protocol> Stream<S, P> {
         flush_into(&mut self.conn, &mut self.io, self.base)?;
         // A reset is done even though the close then reports it.
         self.shut()?;
-        self.written()
+        self.conn.check_written()
     }
 }
 
-/// One vectored write of the next slices into `io`; the queue always
-/// advances by what it took. `Ok(0)`: nothing to write.
+/// One vectored write of the next slices into `io` (see
+/// [`Conn::write_io`]): `Ok(0)` when nothing may go out. A write timeout
+/// is [`ConnError::TimedOut`]: nothing was taken, nothing is lost.
 fn write_once<P: Protocol, W: Write + ?Sized>(
     conn: &mut Conn<P>,
     io: &mut W,
     base: Instant,
 ) -> Result<usize, ConnError> {
-    let now = base.elapsed();
-    // A writer that claimed more than it was given is the core's error.
-    match conn.write_with(now, |slices| {
-        write_vectored(io, slices).map_err(ConnError::Io)
-    }) {
-        Err(ConnError::Io(e)) => Err(fail_write(conn, e, base)),
-        done => done,
+    let written = conn.write_io(base.elapsed(), |slices| {
+        nothing_on_timeout(io.write_vectored(slices))
+    });
+    written?.ok_or(ConnError::TimedOut)
+}
+
+/// A read or write timeout (`WouldBlock` on Unix, `TimedOut` elsewhere)
+/// is "nothing now" to the core.
+fn nothing_on_timeout(done: io::Result<usize>) -> io::Result<Option<usize>> {
+    match done {
+        Err(e) if is_timeout(&e) => Ok(None),
+        done => done.map(Some),
     }
 }
 
@@ -489,12 +473,12 @@ fn flush_into<P: Protocol, W: Write + ?Sized>(
     base: Instant,
 ) -> Result<(), ConnError> {
     while write_once(conn, io, base)? > 0 {}
-    io.flush().map_err(|e| fail_write(conn, e, base))
+    io.flush().map_err(|e| fail_flush(conn, e, base))
 }
 
-/// A write timeout is not final (nothing was taken); any other failure
-/// is, and the connection drops what is queued.
-fn fail_write<P: Protocol>(conn: &mut Conn<P>, e: io::Error, base: Instant) -> ConnError {
+/// A flush that timed out is not final; any other failure is, and the
+/// connection drops what is queued.
+fn fail_flush<P: Protocol>(conn: &mut Conn<P>, e: io::Error, base: Instant) -> ConnError {
     if is_timeout(&e) {
         return ConnError::TimedOut;
     }

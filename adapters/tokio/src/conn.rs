@@ -2,13 +2,12 @@
 //! socket, both directions, with the core's timers on tokio's clock.
 
 use std::future::poll_fn;
-use std::io;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use cleave_proto::conn::{Framed, Shutdown};
+use cleave_proto::conn::Framed;
 use cleave_proto::write::Push;
 use cleave_proto::{Conn, ConnConfig, Decoder, NoFrames, NoSwitch, Protocol, Session, Ticket};
 use futures_core::Stream;
@@ -55,7 +54,7 @@ use crate::reset::Reset;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use cleave_proto::conn::{Framed, Shutdown};
+/// use cleave_proto::conn::Framed;
 /// use cleave_proto::{Bytes, Lines};
 /// use cleave_tokio::Connection;
 /// use futures_util::StreamExt;
@@ -188,8 +187,9 @@ where
     ///
     /// # Errors
     ///
-    /// What the socket says; `BrokenPipe` once the queue is closed (the
-    /// item is dropped then: push through [`conn_mut`](Self::conn_mut) to keep it).
+    /// What the socket says; once the queue is closed, the connection's
+    /// error or `BrokenPipe` (the item is dropped then: push through
+    /// [`conn_mut`](Self::conn_mut) to keep it).
     pub async fn send<I: Push>(&mut self, item: I) -> Result<Ticket, ConnError> {
         let mut item = item;
         loop {
@@ -198,7 +198,7 @@ where
                 // Closed: nothing more goes out.
                 Err(rejected) => rejected
                     .when_full()
-                    .ok_or(io::Error::from(io::ErrorKind::BrokenPipe))?,
+                    .ok_or_else(|| self.conn.closed_error())?,
             };
             poll_fn(|cx| self.poll_drain(cx)).await?;
         }
@@ -214,23 +214,9 @@ where
     /// connection's error, or `BrokenPipe`.
     pub async fn flush(&mut self) -> Result<(), ConnError> {
         poll_fn(|cx| self.poll_drain(cx)).await?;
-        self.written()?;
+        self.conn.check_written()?;
         self.io.flush().await?;
         self.conn.release_idle();
-        Ok(())
-    }
-
-    /// `Err` when the write side dropped what was queued: `BrokenPipe`
-    /// after a failed write; after a reset, the connection's own error (a
-    /// timeout, say), else `BrokenPipe`.
-    fn written(&self) -> Result<(), ConnError> {
-        let broken = || io::Error::from(io::ErrorKind::BrokenPipe).into();
-        if self.conn.is_write_failed() {
-            return Err(broken());
-        }
-        if self.conn.write_end() == Some(Shutdown::Reset) {
-            return Err(self.conn.error().map_or_else(broken, |e| e.clone().into()));
-        }
         Ok(())
     }
 
@@ -244,7 +230,7 @@ where
     pub async fn close(&mut self) -> Result<(), ConnError> {
         self.conn.close();
         poll_fn(|cx| self.poll_drain(cx)).await?;
-        self.written()
+        self.conn.check_written()
     }
 
     /// Ends the stream with `e`, after doing what the write side can do

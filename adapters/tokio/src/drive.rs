@@ -24,7 +24,7 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use cleave_proto::conn::Shutdown;
-use cleave_proto::{Conn, Protocol};
+use cleave_proto::{Conn, Error, Misuse, Protocol};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
@@ -100,10 +100,10 @@ where
 ///
 /// # Errors
 ///
-/// What the writer says; `WriteZero` when it takes nothing, and
-/// `InvalidData` when it claims more than it was given (nothing is
-/// advanced then: no ticket completes on a lie). Writing failed then: the
-/// core drops what is queued.
+/// What the writer says; `WriteZero` when it takes nothing, and the
+/// core's [`Misuse::AdvanceTooFar`] (`InvalidInput`) when it claims more
+/// than it was given (nothing is advanced then: no ticket completes on a
+/// lie). Writing failed then: the core drops what is queued.
 pub(crate) fn poll_write<W, P>(
     io: &mut W,
     conn: &mut Conn<P>,
@@ -137,33 +137,26 @@ where
     P: Protocol,
 {
     loop {
-        let mut blocked = false;
-        let written = conn.write_with(now, |slices| {
+        let written = conn.write_io(now, |slices| {
             let mut io = Pin::new(&mut *io);
-            let (poll, offered) = if io.is_write_vectored() {
-                let offered = slices.iter().map(|s| s.len()).sum();
-                (io.as_mut().poll_write_vectored(cx, slices), offered)
-            } else {
-                (io.as_mut().poll_write(cx, &slices[0]), slices[0].len())
-            };
-            match poll {
-                Poll::Ready(Ok(0)) => Err(io::ErrorKind::WriteZero.into()),
-                Poll::Ready(Ok(n)) if n > offered => Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "the writer reported more bytes than it was given",
-                )),
-                Poll::Ready(result) => result,
-                Poll::Pending => {
-                    blocked = true;
-                    Ok(0)
-                }
+            if io.is_write_vectored() {
+                return ready_or_none(io.as_mut().poll_write_vectored(cx, slices));
             }
-        })?;
-        if blocked {
-            return Poll::Pending;
-        }
-        if written == 0 {
-            return Poll::Ready(Ok(()));
+            // The core checks a count against all it handed out; only the
+            // first slice was offered here.
+            match ready_or_none(io.as_mut().poll_write(cx, &slices[0])) {
+                Ok(Some(n)) if n > slices[0].len() => Err(Error::Misuse(Misuse::AdvanceTooFar {
+                    advanced: n,
+                    presented: slices[0].len(),
+                })
+                .into()),
+                done => done,
+            }
+        });
+        match written.map_err(io::Error::from)? {
+            Some(0) => return Poll::Ready(Ok(())),
+            Some(_) => {}
+            None => return Poll::Pending,
         }
     }
 }
@@ -219,22 +212,23 @@ where
         }
         return Poll::Ready(Ok(()));
     }
-    let mut pending = false;
-    let read = conn.read_with(now, |spare| {
+    let read = conn.read_io(now, |spare| {
         let mut buf = ReadBuf::new(spare);
-        match Pin::new(io).poll_read(cx, &mut buf) {
-            Poll::Ready(Ok(())) => Ok(buf.filled().len()),
-            Poll::Ready(Err(e)) => Err(e),
-            Poll::Pending => {
-                pending = true;
-                Err(io::ErrorKind::WouldBlock.into())
-            }
-        }
+        let read = ready_or_none(Pin::new(&mut *io).poll_read(cx, &mut buf))?;
+        Ok(read.map(|()| buf.filled().len()))
     });
-    match read {
-        Ok(_) => Poll::Ready(Ok(())),
-        Err(_) if pending => Poll::Pending,
-        Err(e) => Poll::Ready(Err(e)),
+    match read.map_err(io::Error::from)? {
+        Some(_) => Poll::Ready(Ok(())),
+        None => Poll::Pending,
+    }
+}
+
+/// A poll's outcome in the shape of the core's I/O steps: `Pending` is
+/// "nothing now".
+fn ready_or_none<T>(poll: Poll<io::Result<T>>) -> io::Result<Option<T>> {
+    match poll {
+        Poll::Ready(done) => done.map(Some),
+        Poll::Pending => Ok(None),
     }
 }
 

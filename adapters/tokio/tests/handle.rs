@@ -215,7 +215,20 @@ async fn a_writer_that_claims_more_than_it_was_given_is_an_error() {
     let first = writer.push(Bytes::from(vec![1; 1024])).unwrap();
     writer.push(Bytes::from(vec![2; 1024])).unwrap();
     let error = writer.flush().await.unwrap_err();
-    assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+    // The core's misuse error, as on every adapter.
+    assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
+    let inner = error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<cleave_proto::Error>());
+    assert!(
+        matches!(
+            inner,
+            Some(cleave_proto::Error::Misuse(
+                cleave_proto::Misuse::AdvanceTooFar { .. }
+            ))
+        ),
+        "{error:?}"
+    );
     assert!(
         !writer.queue().is_written(first),
         "no ticket completes on a lie"

@@ -14,6 +14,8 @@
 //! ```
 
 mod app;
+#[cfg(feature = "std")]
+mod io;
 mod protocol;
 mod time;
 mod timeouts;

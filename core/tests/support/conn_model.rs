@@ -1,7 +1,8 @@
 //! A scripted socket that drives a `Conn` and checks it, step by step,
 //! against a model of its documented lifecycle: reads of any size (into
-//! the spare room, through `read_with`, or fed), partial writes (through
-//! each of the transmit calls), application pushes, the end of the stream,
+//! the spare room, through `read_with` or `read_io`, or fed), partial
+//! writes (through each of the transmit calls, `write_with` and
+//! `write_io`, interrupted or blocked), application pushes, the end of the stream,
 //! read and write errors, resets, closes, pauses and the clock, in any
 //! order.
 //!
@@ -36,6 +37,9 @@
 use core::time::Duration;
 #[cfg(feature = "std")]
 use std::io::IoSlice;
+
+#[cfg(feature = "std")]
+use cleave_proto::ConnError;
 
 use cleave_proto::conn::{Conn, ConnConfig, Framed, Phase, Protocol, Shutdown};
 use cleave_proto::{
@@ -357,13 +361,19 @@ impl<P: Account> Script<'_, P> {
         if rest.is_empty() {
             // Nothing arrived: the read would block. `read_with` commits
             // nothing, and it is not the end of the stream.
+            #[cfg(feature = "std")]
+            if via % 2 == 1 {
+                let got = self.conn.read_io(now, |_| Ok(None));
+                assert!(matches!(got, Ok(None)), "{got:?}");
+                return;
+            }
             let got = self
                 .conn
                 .read_with(now, |_| Err::<usize, Io>(Io::WouldBlock));
             assert_eq!(got, Err(Io::WouldBlock));
             return;
         }
-        let n = match via % 3 {
+        let n = match via % 4 {
             0 => {
                 let spare = self.conn.spare_mut().expect("it wants to read: room");
                 let n = len.min(spare.len()).min(rest.len());
@@ -383,6 +393,22 @@ impl<P: Account> Script<'_, P> {
                 assert_eq!(got, Ok(took));
                 took
             }
+            #[cfg(feature = "std")]
+            3 => {
+                // Interrupted by a signal first: read again.
+                let (mut took, mut calls) = (0, 0);
+                let got = self.conn.read_io(now, |spare| {
+                    calls += 1;
+                    if calls == 1 {
+                        return Err(std::io::ErrorKind::Interrupted.into());
+                    }
+                    took = len.min(spare.len()).min(rest.len());
+                    spare[..took].copy_from_slice(&rest[..took]);
+                    Ok(Some(took))
+                });
+                assert!(matches!(got, Ok(Some(n)) if n == took), "{got:?}");
+                took
+            }
             _ => {
                 let n = len.min(rest.len()).min(self.conn.recv_buf().remaining());
                 self.conn.feed(&rest[..n], now).expect("fits");
@@ -399,11 +425,16 @@ impl<P: Account> Script<'_, P> {
             return;
         }
         let now = self.now;
-        match via % 3 {
+        match via % 4 {
             0 => self.conn.handle_eof(now),
             1 => {
                 self.conn.spare_mut().expect("it wants to read: room");
                 self.conn.handle_read(0, now).expect("0 always fits");
+            }
+            #[cfg(feature = "std")]
+            3 => {
+                let got = self.conn.read_io(now, |_| Ok(Some(0)));
+                assert!(matches!(got, Ok(Some(0))), "{got:?}");
             }
             _ => assert_eq!(self.conn.read_with(now, |_| Ok::<usize, Io>(0)), Ok(0)),
         }
@@ -418,9 +449,18 @@ impl<P: Account> Script<'_, P> {
 
     fn read_error(&mut self, via: u8) {
         let now = self.now;
-        if via % 2 == 1 && self.conn.wants_read() {
+        if via % 3 == 1 && self.conn.wants_read() {
             let got = self.conn.read_with(now, |_| Err::<usize, Io>(Io::Failed));
             assert_eq!(got, Err(Io::Failed));
+        }
+        #[cfg(feature = "std")]
+        if via % 3 == 2 && self.conn.wants_read() {
+            // `read_io` records the failure itself.
+            let got = self
+                .conn
+                .read_io(now, |_| Err(std::io::ErrorKind::ConnectionReset.into()));
+            assert!(matches!(got, Err(ConnError::Io(_))), "{got:?}");
+            assert!(!self.conn.wants_read(), "reading failed");
         }
         self.conn.handle_read_error(now);
         if matches!(self.read, ReadSide::Open | ReadSide::Ended) {
@@ -566,7 +606,7 @@ impl<P: Account> Script<'_, P> {
         let now = self.now;
         let room = room.clamp(1, 8);
         let take = |offered: usize| offered * usize::from(share) / 255;
-        let (offered, n) = match via % 4 {
+        let (offered, n) = match via % 5 {
             0 => {
                 let offered = self.offered_io_slices(room);
                 let n = take(offered.len());
@@ -592,7 +632,8 @@ impl<P: Account> Script<'_, P> {
                 self.conn.handle_written(n, now).expect("what was offered");
                 (offered, n)
             }
-            _ => self.write_with(share),
+            3 => self.write_with(share),
+            _ => self.write_io(share),
         };
         if !self.writing() {
             assert!(
@@ -646,6 +687,36 @@ impl<P: Account> Script<'_, P> {
         (offered, n)
     }
 
+    /// One `write_io` whose writer is interrupted first, then takes
+    /// `share`/255 of what it is given, or nothing now (it would block)
+    /// when that is 0: what it was given, and what it took.
+    #[cfg(feature = "std")]
+    fn write_io(&mut self, share: u8) -> (Vec<u8>, usize) {
+        let (mut offered, mut calls) = (Vec::new(), 0);
+        let got = self.conn.write_io(self.now, |slices| {
+            calls += 1;
+            if calls == 1 {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            offered = slices.iter().flat_map(|s| s.iter()).copied().collect();
+            let n = offered.len() * usize::from(share) / 255;
+            Ok((n > 0).then_some(n))
+        });
+        let n = offered.len() * usize::from(share) / 255;
+        match got {
+            Ok(Some(0)) => assert_eq!(calls, 0, "nothing to write: the writer is not called"),
+            Ok(Some(took)) => assert_eq!(took, n),
+            Ok(None) => assert_eq!(n, 0),
+            Err(e) => panic!("{e:?}"),
+        }
+        (offered, n)
+    }
+
+    #[cfg(not(feature = "std"))]
+    fn write_io(&mut self, share: u8) -> (Vec<u8>, usize) {
+        self.write_with(share)
+    }
+
     /// Without `std` there is no `write_with`: a chunk, written by hand.
     #[cfg(not(feature = "std"))]
     fn write_with(&mut self, share: u8) -> (Vec<u8>, usize) {
@@ -663,7 +734,25 @@ impl<P: Account> Script<'_, P> {
     fn write_error(&mut self, via: u8) {
         let now = self.now;
         #[cfg(feature = "std")]
-        if via % 2 == 1 {
+        if via % 3 == 2 {
+            // `write_io` records the failure itself; a writer that takes
+            // nothing of a write fails it too.
+            let pending = self.writing() && self.pending() > 0;
+            let got = if via % 2 == 0 {
+                self.conn.write_io(now, |_| Ok(Some(0)))
+            } else {
+                self.conn
+                    .write_io(now, |_| Err(std::io::ErrorKind::BrokenPipe.into()))
+            };
+            if pending {
+                assert!(matches!(&got, Err(ConnError::Io(_))), "{got:?}");
+                assert!(self.conn.is_write_failed() || !self.writing());
+            } else {
+                assert!(matches!(got, Ok(Some(0))), "{got:?}");
+            }
+        }
+        #[cfg(feature = "std")]
+        if via % 3 == 1 {
             let got = self.conn.write_with(now, |_| Err::<usize, Io>(Io::Failed));
             let expected = if self.writing() && self.pending() > 0 {
                 Err(Io::Failed)

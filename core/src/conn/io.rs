@@ -1,0 +1,158 @@
+//! The socket-facing steps every adapter's driver takes (feature `std`):
+//! one read, one write, and what their outcomes mean for the connection.
+//! Decided here once, so that no adapter has its own idea of which error
+//! is final, of a writer that takes nothing, or of what a flush reports
+//! after the write side dropped its queue.
+//!
+//! The adapter's closure says what its socket did, in one shape for every
+//! runtime: `Ok(Some(n))` it moved `n` bytes (0 read: the end of the
+//! stream), `Ok(None)` it has nothing now (a non-blocking socket's
+//! `WouldBlock`, a blocking one's read or write timeout, a `Pending`
+//! poll: which of these it is, only the adapter knows), `Err` it failed.
+
+use core::time::Duration;
+use std::io::{self, IoSlice};
+
+use super::{Conn, Protocol, Shutdown, SLICES};
+use crate::driver::ConnError;
+
+impl<P: Protocol> Conn<P> {
+    /// Reads once into the buffer's spare room with `read` (called again
+    /// when a signal interrupts it) and handles the outcome:
+    ///
+    /// - `Ok(Some(n))`: `n` bytes came, or the end of the stream (`0`);
+    /// - `Ok(None)`: `read` had nothing now; nothing changed but the time;
+    /// - `Err(ConnError::Io)`: the source failed. The read side is failed
+    ///   ([`handle_read_error`](Self::handle_read_error)): complete events
+    ///   still buffered can be polled, nothing more is read.
+    ///
+    /// ```
+    /// use cleave_proto::conn::{Conn, Framed};
+    /// use cleave_proto::Lines;
+    /// use core::time::Duration;
+    /// use std::io::Read;
+    ///
+    /// # fn main() -> Result<(), cleave_proto::ConnError> {
+    /// let mut socket: &[u8] = b"one\n";
+    /// let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+    /// while conn.wants_read() {
+    ///     conn.read_io(Duration::ZERO, |spare| socket.read(spare).map(Some))?;
+    /// }
+    /// assert_eq!(conn.poll_event()?.as_deref(), Some(&b"one"[..]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ConnError::Io`] as above; [`ConnError::Protocol`] when the buffer
+    /// is full ([`wants_read`](Self::wants_read) is false then) or `read`
+    /// claimed more than the spare room (reading fails then).
+    pub fn read_io(
+        &mut self,
+        now: Duration,
+        mut read: impl FnMut(&mut [u8]) -> io::Result<Option<usize>>,
+    ) -> Result<Option<usize>, ConnError> {
+        loop {
+            let outcome = read(self.recv.spare_mut()?);
+            match outcome {
+                Ok(Some(n)) => {
+                    self.handle_read(n, now)?;
+                    return Ok(Some(n));
+                }
+                Ok(None) => {
+                    self.tick(now);
+                    self.recv.commit(0)?;
+                    return Ok(None);
+                }
+                Err(e) => {
+                    self.recv.commit(0)?;
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        self.handle_read_error(now);
+                        return Err(ConnError::Io(e));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes the next slices once with `write` (one vectored write; called
+    /// again when a signal interrupts it), always advancing the queue by
+    /// what it took, and handles the outcome:
+    ///
+    /// - `Ok(Some(n))`: the writer took `n` bytes; `Some(0)` when nothing
+    ///   may go out (nothing queued, or the write side ended), without
+    ///   calling `write`;
+    /// - `Ok(None)`: `write` took nothing now; nothing is lost;
+    /// - `Err(ConnError::Io)`: the writer failed, or took nothing of a
+    ///   non-empty write (`WriteZero`). Writing failed then
+    ///   ([`handle_write_error`](Self::handle_write_error)): what is queued
+    ///   is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnError::Io`] as above; [`ConnError::Protocol`] when `write`
+    /// claimed more than it was given (writing fails then too).
+    pub fn write_io(
+        &mut self,
+        now: Duration,
+        mut write: impl FnMut(&[IoSlice<'_>]) -> io::Result<Option<usize>>,
+    ) -> Result<Option<usize>, ConnError> {
+        loop {
+            let outcome = {
+                let mut slices = [IoSlice::new(&[]); SLICES];
+                let n = self.poll_transmit(&mut slices);
+                if n == 0 {
+                    return Ok(Some(0));
+                }
+                match write(&slices[..n]) {
+                    Ok(Some(0)) => Err(io::ErrorKind::WriteZero.into()),
+                    outcome => outcome,
+                }
+            };
+            match outcome {
+                Ok(Some(n)) => {
+                    self.handle_written(n, now)?;
+                    return Ok(Some(n));
+                }
+                Ok(None) => {
+                    self.tick(now);
+                    return Ok(None);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.handle_write_error(now);
+                    return Err(ConnError::Io(e));
+                }
+            }
+        }
+    }
+
+    /// What a flush or a close reports once the write side dropped what was
+    /// queued, whatever the adapter: `BrokenPipe` after a failed write;
+    /// after a reset, the connection's own error (a timeout, say), else
+    /// `BrokenPipe`. `Ok` while nothing was dropped.
+    ///
+    /// # Errors
+    ///
+    /// As above.
+    pub fn check_written(&self) -> Result<(), ConnError> {
+        if self.is_write_failed() {
+            return Err(ConnError::Io(io::ErrorKind::BrokenPipe.into()));
+        }
+        if self.write_end() == Some(Shutdown::Reset) {
+            return Err(self.closed_error());
+        }
+        Ok(())
+    }
+
+    /// The error for an item a closed queue refused: the connection's own
+    /// (a timeout, the protocol's), or `BrokenPipe`.
+    #[must_use]
+    pub fn closed_error(&self) -> ConnError {
+        match self.error() {
+            Some(e) => ConnError::Protocol(e.clone()),
+            None => ConnError::Io(io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+}
