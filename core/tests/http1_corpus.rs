@@ -255,6 +255,7 @@ fn is_class(e: &Error, class: &str) -> bool {
                     "status-line" => F::StatusLine,
                     "host" => F::Host,
                     "trailer" => F::Trailer,
+                    "connect-body" => F::ConnectBody,
                     other => panic!("unknown class {other}"),
                 })
         }

@@ -2433,6 +2433,57 @@ fn server_accepted_vectors() -> Vec<Vector> {
     ]
 }
 
+/// A CONNECT request has no content (RFC 9110, section 9.3.6): llhttp
+/// ignores its Content-Length and takes the bytes as the tunnel's, h11
+/// reads them as a body. Refused, so that a proxy and its backend cannot
+/// cut the tunnel at different places.
+fn connect_body_vectors() -> Vec<Vector> {
+    use HttpField::ConnectBody;
+    vec![
+        bad(
+            "CONNECT with Content-Length: RFC 9110 9.3.6; llhttp request/method.md 'CONNECT with body'",
+            b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\nContent-Length: 10\r\n\r\nblarfcicle",
+            ConnectBody,
+            400,
+        ),
+        bad(
+            "CONNECT in HTTP/1.0 with Content-Length: llhttp request/method.md 'CONNECT with body'",
+            b"CONNECT foo.bar.com:443 HTTP/1.0\r\nContent-Length: 10\r\n\r\nblarfcicle\"",
+            ConnectBody,
+            400,
+        ),
+        bad(
+            "CONNECT with a chunked body: RFC 9110 9.3.6",
+            b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            ConnectBody,
+            400,
+        ),
+        bad(
+            "CONNECT with Content-Length: 1 hiding a request: h11 test_protocol_switch",
+            b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\ncontent-length: 1\r\n\r\n1GET / HTTP/1.0\r\n\r\n",
+            ConnectBody,
+            400,
+        ),
+        bad(
+            "CONNECT that also asks for an upgrade, with a body: RFC 9110 9.3.6, 7.8",
+            b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\nConnection: upgrade\r\nUpgrade: websocket\r\nContent-Length: 2\r\n\r\nhi",
+            ConnectBody,
+            400,
+        ),
+        ok(
+            "CONNECT with Content-Length: 0 has no content: accepted",
+            b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\nContent-Length: 0\r\n\r\n\x16\x03\x01",
+            vec![head("CONNECT a:443 HTTP/1.1", Body::Empty), Ev::End],
+        )
+        .rest(b"\x16\x03\x01"),
+    ]
+}
+
+#[test]
+fn connect_requests_with_content_are_refused() {
+    run_class("connect-body", &connect_body_vectors());
+}
+
 #[test]
 fn accepted_server_behaviours() {
     run_class("server, accepted", &server_accepted_vectors());

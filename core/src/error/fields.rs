@@ -112,6 +112,13 @@ pub enum HttpField {
     /// not ask for (RFC 9110, section 15.2.2), and a client that took it
     /// would hand the connection over as a tunnel past its own checks.
     Switch,
+    /// A CONNECT request with content: a Transfer-Encoding, or a
+    /// Content-Length other than 0. A CONNECT request has none (RFC 9110,
+    /// section 9.3.6), and parsers disagree on what such bytes are: a
+    /// body to one (h11), the tunnel's first bytes to another (llhttp
+    /// ignores the Content-Length), so a proxy and its backend could cut
+    /// the tunnel at different places.
+    ConnectBody,
 }
 
 /// Which part of a PROXY protocol header was malformed, for
@@ -170,6 +177,7 @@ impl fmt::Display for HttpField {
             Self::ChunkDataEnd => "HTTP chunk end (data not followed by CRLF)",
             Self::Trailer => "HTTP trailer",
             Self::Switch => "HTTP 101 to a request that offered no upgrade",
+            Self::ConnectBody => "HTTP CONNECT request with content",
         })
     }
 }

@@ -36,6 +36,7 @@
 //! | a malformed request line; a version not 1.0 or 1.1 | `RequestLine`, `Version` |
 //! | no Host in HTTP/1.1, two, a malformed one, one the target contradicts | `Host` |
 //! | Content-Length, Transfer-Encoding, Host or Trailer as a trailer | `Trailer` |
+//! | a CONNECT request with content (Transfer-Encoding, Content-Length other than 0) | `ConnectBody` |
 //!
 //! Where RFC 9112 lets a recipient choose, cleave chooses strict and
 //! offers a switch in [`Http1Config`], meant for a client that talks to a

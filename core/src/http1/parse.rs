@@ -135,8 +135,13 @@ pub(crate) fn parse_request(
         (None, authority) => authority,
     };
 
-    // The body (RFC 9112, section 6.3).
+    // The body (RFC 9112, section 6.3). A CONNECT has none (RFC 9110,
+    // section 9.3.6): one announced would be a body to some parsers and
+    // the tunnel's first bytes to others.
     let body = request_body(&f, version)?;
+    if method == b"CONNECT" && (f.te || body != Body::Empty) {
+        return Err(Bad::Field(HttpField::ConnectBody, 0));
+    }
     if let (Body::Length(n), Some(max)) = (body, config.get_max_body()) {
         if n > max {
             return Err(Bad::Limit(Limit::BodyLength, max, n, 0));
