@@ -36,6 +36,12 @@ fn field_block(head: &[u8]) -> (usize, usize) {
     (first, end.max(first))
 }
 
+/// Where a request line httparse took ends: `HTTP/1.x` after the target
+/// and a space.
+fn version_end(head: &[u8], target: &[u8]) -> usize {
+    Span::of(target, head).at as usize + target.len() + 9
+}
+
 /// Whether every line of a head httparse took ends in CRLF: httparse
 /// takes a bare LF as a line end (and nothing else: a bare CR anywhere is
 /// its error), so each line's end is looked at, where httparse's parts
@@ -43,9 +49,7 @@ fn field_block(head: &[u8]) -> (usize, usize) {
 /// after it, and the empty line.
 fn lines_end_in_crlf(head: &[u8], target: &[u8], headers: &[httparse::Header<'_>]) -> bool {
     let crlf_at = |at: usize| head.get(at..at + 2) == Some(b"\r\n");
-    // `HTTP/1.x` after the target and a space.
-    let version_end = Span::of(target, head).at as usize + target.len() + 9;
-    if !crlf_at(version_end) {
+    if !crlf_at(version_end(head, target)) {
         return false;
     }
     for h in headers {
@@ -78,11 +82,11 @@ pub(crate) fn parse_request(
         _ => buf.len(),
     };
     let head = &buf[..len];
-    let (block_at, block_end) = field_block(head);
     if !matches!(parsed, Ok(httparse::Status::Complete(_))) {
         // httparse refuses every line shape cleave refuses (folding,
         // whitespace before a colon, no colon) but names them all
         // `HeaderName`: judge the lines only when it refused.
+        let (block_at, block_end) = field_block(head);
         check_field_lines(&head[block_at..block_end], block_at, true)?;
     }
     match parsed {
@@ -105,6 +109,13 @@ pub(crate) fn parse_request(
     }
     let version = version_of(req.version);
     let crlf = lines_end_in_crlf(head, target, req.headers);
+    let (block_at, block_end) = if crlf {
+        // The start line ends with CRLF right after the version, and the
+        // head with the empty line's: no search.
+        (version_end(head, target) + 2, head.len() - 2)
+    } else {
+        field_block(head)
+    };
     let f = Framing::read(req.headers, config, head, true)?;
 
     // Host: one, well formed, and the target's authority if it names one.
