@@ -101,7 +101,8 @@
 //!
 //! - `std` (default): forwards to the dependencies, and adds what drivers
 //!   over `std::io` share: [`ConnError`], [`WriteError`], `From<Error> for
-//!   std::io::Error`, [`Conn::write_with`]. Without it the crate is
+//!   std::io::Error`, [`Conn::write_with`], [`Conn::read_io`],
+//!   [`Conn::write_io`], [`Conn::check_written`]. Without it the crate is
 //!   `no_std` and needs only `alloc`, so it can run under an embedded poller
 //!   or a user-space TCP stack.
 //! - `deflate`: permessage-deflate (RFC 7692) for [`websocket`], on flate2

@@ -4,10 +4,10 @@
 //! ```text
 //!   adapter                          core: Conn<P: Protocol>  (RecvBuf + WriteQueue + lifecycle)
 //!   ───────                          ─────────────────────────────────────────────────────────
-//!   read into conn.spare_mut() ───>  handle_read(n, now) / handle_eof(now)   (or read_with)
+//!   read into conn.spare_mut() ───>  handle_read(n, now) / handle_eof(now)   (or read_with, read_io)
 //!   timer fired ──────────────────>  handle_timeout(now)
 //!                                    poll_event()     -> the protocol's next event, or None
-//!   writev(conn.poll_transmit()) ─>  handle_written(n, now)                  (or write_with)
+//!   writev(conn.poll_transmit()) ─>  handle_written(n, now)                  (or write_with, write_io)
 //!   shutdown / reset the socket <──  poll_shutdown()  -> handle_shutdown()
 //!                                    poll_timeout()   -> when to call handle_timeout
 //!                                    wants_read() / wants_write() / is_finished()
@@ -107,7 +107,10 @@ struct Clock {
 ///    [`write_with`](Self::write_with)), [`handle_shutdown`](Self::handle_shutdown),
 ///    [`handle_timeout`](Self::handle_timeout), and the I/O failures
 ///    [`handle_read_error`](Self::handle_read_error) and
-///    [`handle_write_error`](Self::handle_write_error).
+///    [`handle_write_error`](Self::handle_write_error). A driver over
+///    `std::io` results reads and writes with `read_io` and `write_io`
+///    (feature `std`), which also decide which outcomes are final, so
+///    that every adapter treats a socket's errors alike.
 /// 2. **Polls** give what to do: [`poll_event`](Self::poll_event) until
 ///    `Ok(None)` (the application's events; the protocol's own replies are
 ///    queued meanwhile), [`poll_transmit`](Self::poll_transmit) (the next
