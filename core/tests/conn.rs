@@ -52,12 +52,14 @@ fn step() -> impl Strategy<Value = Step> {
             any::<u8>().prop_map(|via| Step::WriteError { via }),
             Just(Step::Close),
             Just(Step::Reset),
+            Just(Step::ShutdownFails),
         ],
     ]
 }
 
 /// Steps that leave the events alone: reads, writes, pushes, the
-/// application's close, pauses, shutdowns (no clock, no end, no error).
+/// application's close, pauses, shutdowns, failed ones too (no clock, no
+/// end, no error).
 fn quiet_step() -> impl Strategy<Value = Step> {
     prop_oneof![
         10 => (1usize..48, any::<u8>()).prop_map(|(len, via)| Step::Read { len, via }),
@@ -65,6 +67,7 @@ fn quiet_step() -> impl Strategy<Value = Step> {
             .prop_map(|(share, room, via)| Step::Write { share, room, via }),
         3 => (0usize..200, any::<bool>()).prop_map(|(len, frame)| Step::Push { len, frame }),
         1 => Just(Step::Shutdown),
+        1 => Just(Step::ShutdownFails),
         1 => Just(Step::Close),
         1 => any::<bool>().prop_map(Step::Pause),
     ]
@@ -598,6 +601,70 @@ fn a_dropped_queue_is_reported_the_same_way_whatever_dropped_it() {
         conn.check_written(),
         Err(ConnError::Protocol(Error::TimedOut(Timeout::Idle)))
     ));
+}
+
+/// A reset asked for has dropped the queue already: a flush reports it
+/// before the driver did the reset.
+#[cfg(feature = "std")]
+#[test]
+fn a_reset_not_yet_done_is_reported_as_dropped() {
+    let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+    let ticket = conn.push(Bytes::from_static(b"dropped\n")).unwrap();
+    conn.reset();
+    assert!(conn.queue().is_empty() && !conn.queue().is_written(ticket));
+    assert_eq!(conn.poll_shutdown(), Some(Shutdown::Reset));
+    assert!(
+        matches!(conn.check_written(), Err(ConnError::Io(ref e)) if e.kind() == std::io::ErrorKind::BrokenPipe),
+        "{:?}",
+        conn.check_written()
+    );
+}
+
+/// A chunk an io_uring-style driver held completes after the reset: the
+/// reset still happens, and the late count is no misuse.
+#[test]
+fn a_write_completed_after_a_reset_keeps_the_reset() {
+    let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+    conn.push(Bytes::from_static(b"in flight\n")).unwrap();
+    let chunk = conn.poll_transmit_chunk().unwrap();
+    conn.reset();
+    assert_eq!(conn.poll_shutdown(), Some(Shutdown::Reset));
+    let got = conn.handle_written(chunk.len(), ms(1));
+    assert!(got.is_ok(), "{got:?}");
+    assert!(!conn.is_write_failed());
+    assert_eq!(
+        conn.poll_shutdown(),
+        Some(Shutdown::Reset),
+        "the reset was lost"
+    );
+    // A write error meanwhile does not cancel it either.
+    conn.handle_write_error(ms(2));
+    assert_eq!(
+        conn.poll_shutdown(),
+        Some(Shutdown::Reset),
+        "the reset was lost"
+    );
+    conn.handle_shutdown();
+    assert_eq!(conn.write_end(), Some(Shutdown::Reset));
+}
+
+/// A FIN the socket refuses fails writing; a refused reset is recorded
+/// done. Neither is tried again.
+#[test]
+fn a_failed_shutdown_is_final() {
+    let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+    conn.close();
+    assert_eq!(conn.poll_shutdown(), Some(Shutdown::Write));
+    assert_eq!(conn.shutdown_with(|_| Err::<(), ()>(())), Err(()));
+    assert!(conn.is_write_failed());
+    assert_eq!(conn.poll_shutdown(), None);
+    assert_eq!(conn.write_end(), None, "not shut");
+
+    let mut conn = Conn::new(Framed::new(Lines::new()), Duration::ZERO);
+    conn.reset();
+    assert_eq!(conn.shutdown_with(|_| Err::<(), ()>(())), Err(()));
+    assert_eq!(conn.poll_shutdown(), None);
+    assert_eq!(conn.write_end(), Some(Shutdown::Reset));
 }
 
 /// `read_io`: a signal is read through, "nothing now" changes nothing, a

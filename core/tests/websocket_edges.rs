@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use cleave_proto::conn::Conn;
+use cleave_proto::conn::{Conn, Shutdown};
 use cleave_proto::http1::{Client, ClientEvent, Request, Server, ServerEvent};
 use cleave_proto::websocket::{
     accept, AcceptConfig, Assembler, ClientHandshake, ConnectConfig, DeflateConfig, DeflateParams,
@@ -1273,4 +1273,29 @@ fn close_echo_does_not_overtake_a_large_message_default_queue() {
     let out = drain(&mut conn);
     let ops: Vec<u8> = frames_of(&out).iter().map(|f| f.0).collect();
     assert_eq!(ops, vec![2, 8]);
+}
+
+/// The application closed its write side (the queue takes nothing more)
+/// with an answer still queued; the peer's close comes before the FIN:
+/// the protocol's echo of it goes out after the answer and before the
+/// FIN, not dropped by the closed queue.
+#[test]
+fn a_close_echo_after_the_applications_close_goes_out_before_the_fin() {
+    let mut conn = server_with(WsConfig::default());
+    let answer = conn
+        .protocol_mut()
+        .message(Kind::Binary, Bytes::from_static(b"answer"));
+    conn.push(answer).unwrap();
+    conn.close();
+    conn.feed(&frame(true, 8, b"\x03\xe8", KEY), NOW).unwrap();
+    assert!(matches!(conn.poll_event(), Ok(Some(WsEvent::Close(_)))));
+    assert_eq!(conn.poll_shutdown(), None, "the echo is not out yet");
+    let out = drain(&mut conn);
+    let frames = frames_of(&out);
+    assert_eq!(
+        frames,
+        vec![(2, b"answer".to_vec()), (8, b"\x03\xe8".to_vec())],
+        "wrote {out:x?}"
+    );
+    assert_eq!(conn.poll_shutdown(), Some(Shutdown::Write));
 }

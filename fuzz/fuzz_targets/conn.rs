@@ -86,11 +86,12 @@ fn step(&[op, a, b]: &[u8; 3]) -> Step {
             ms: u64::from(a) * (1 + u64::from(b % 16)),
         },
         12 => Step::Pause(a & 1 != 0),
-        13 => match a % 5 {
+        13 => match a % 6 {
             0 => Step::Eof { via: b },
             1 => Step::ReadError { via: b },
             2 => Step::WriteError { via: b },
             3 => Step::Close,
+            4 => Step::ShutdownFails,
             _ => Step::Reset,
         },
         _ => Step::Shutdown,
@@ -105,6 +106,7 @@ fn quiet(step: &Step) -> bool {
             | Step::Write { .. }
             | Step::Push { .. }
             | Step::Shutdown
+            | Step::ShutdownFails
             | Step::Close
             | Step::Pause(_)
     )

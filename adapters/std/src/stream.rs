@@ -106,8 +106,9 @@ pub struct Stream<S, P> {
     /// When the connection started: `now` is the time since.
     base: Instant,
     timer: Timer,
-    /// Reading failed with this kind: `recv` says so again.
-    read_failed: Option<io::ErrorKind>,
+    /// `recv` failed with this kind (reading, or writing a reply): it
+    /// says so again, once the events already buffered are out.
+    failed: Option<io::ErrorKind>,
 }
 
 /// The read timeout `recv` set for the connection's deadline.
@@ -142,7 +143,7 @@ impl<S, P: Protocol> Stream<S, P> {
             conn: Conn::with_config(protocol, config, Duration::ZERO),
             base: Instant::now(),
             timer: Timer::default(),
-            read_failed: None,
+            failed: None,
         }
     }
 
@@ -184,7 +185,7 @@ impl<S, P: Protocol> Stream<S, P> {
             conn: self.conn.switch(next),
             base: self.base,
             timer: self.timer,
-            read_failed: self.read_failed,
+            failed: self.failed,
         }
     }
 }
@@ -321,11 +322,19 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
     ///   out while the connection had no deadline (or the source would
     ///   block): not final, call again.
     pub fn recv(&mut self) -> Result<Option<P::Event>, ConnError> {
+        let got = self.next_event();
+        if let Err(ConnError::Io(e)) = &got {
+            self.failed.get_or_insert(e.kind());
+        }
+        got
+    }
+
+    fn next_event(&mut self) -> Result<Option<P::Event>, ConnError> {
         loop {
             if let Some(event) = self.recv_buffered()? {
                 return Ok(Some(event));
             }
-            if let Some(kind) = self.read_failed {
+            if let Some(kind) = self.failed {
                 return Err(ConnError::Io(kind.into()));
             }
             if self.conn.is_read_done() || self.conn.is_read_closed() {
@@ -369,10 +378,6 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
                     }
                     // Woken before the deadline (a timer may fire a tick
                     // early): read on.
-                }
-                Err(ConnError::Io(e)) => {
-                    self.read_failed = Some(e.kind());
-                    return Err(ConnError::Io(e));
                 }
                 Err(e) => return Err(e),
             }

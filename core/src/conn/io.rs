@@ -13,7 +13,7 @@
 use core::time::Duration;
 use std::io::{self, IoSlice};
 
-use super::{Conn, Protocol, Shutdown, SLICES};
+use super::{Conn, Protocol, SLICES};
 use crate::driver::ConnError;
 
 impl<P: Protocol> Conn<P> {
@@ -129,8 +129,9 @@ impl<P: Protocol> Conn<P> {
     }
 
     /// What a flush or a close reports once the write side dropped what was
-    /// queued, whatever the adapter: `BrokenPipe` after a failed write;
-    /// after a reset, the connection's own error (a timeout, say), else
+    /// queued, whatever the adapter: `BrokenPipe` after a failed write (or
+    /// a failed shutdown of the write half); after a reset, asked for or
+    /// done, the connection's own error (a timeout, say), else
     /// `BrokenPipe`. `Ok` while nothing was dropped.
     ///
     /// # Errors
@@ -140,7 +141,7 @@ impl<P: Protocol> Conn<P> {
         if self.is_write_failed() {
             return Err(ConnError::Io(io::ErrorKind::BrokenPipe.into()));
         }
-        if self.write_end() == Some(Shutdown::Reset) {
+        if self.is_queue_dropped() {
             return Err(self.closed_error());
         }
         Ok(())

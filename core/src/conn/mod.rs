@@ -356,12 +356,19 @@ impl<P: Protocol> Conn<P> {
     /// The writer took `n` bytes of what [`poll_transmit`](Self::poll_transmit)
     /// handed out.
     ///
+    /// Once the queue was dropped (a reset, a failed write), a write that
+    /// completes late (a chunk an io_uring driver still held) has nothing
+    /// left to count against: it changes nothing.
+    ///
     /// # Errors
     ///
     /// [`Misuse::AdvanceTooFar`](crate::Misuse::AdvanceTooFar) when `n` is
     /// more than was handed out: writing fails then.
     pub fn handle_written(&mut self, n: usize, now: Duration) -> Result<Progress, Error> {
         self.tick(now);
+        if self.is_queue_dropped() {
+            return self.send.advance(0);
+        }
         match self.send.advance(n) {
             Ok(progress) => {
                 if n > 0 {
@@ -379,19 +386,38 @@ impl<P: Protocol> Conn<P> {
     /// Writing failed: what is queued is dropped (its tickets never
     /// complete) and nothing more goes out. A write side that ended
     /// already (shut down after its last byte, or reset) stays as it
-    /// ended: a socket error after a clean shutdown loses nothing.
+    /// ended: a socket error after a clean shutdown loses nothing. A reset
+    /// asked for and not done yet is still asked for: the peer must not
+    /// take the end for a clean one.
     pub fn handle_write_error(&mut self, now: Duration) {
         self.tick(now);
+        self.fail_write();
+    }
+
+    fn fail_write(&mut self) {
         self.send.abort();
-        if !matches!(self.write, WriteSide::Reset | WriteSide::Shut) {
+        if !matches!(
+            self.write,
+            WriteSide::Reset | WriteSide::Shut | WriteSide::Resetting
+        ) {
             self.write = WriteSide::Failed;
         }
     }
 
+    /// Whether the write side dropped what was queued: a reset (asked for
+    /// or done), or a failed write.
+    pub(crate) fn is_queue_dropped(&self) -> bool {
+        matches!(
+            self.write,
+            WriteSide::Resetting | WriteSide::Reset | WriteSide::Failed
+        )
+    }
+
     /// Does what [`poll_shutdown`](Self::poll_shutdown) asks, if anything,
-    /// with `shut`, and records it done whatever `shut` returns (a failed
-    /// shutdown is not tried again): for drivers whose shutdown does not
-    /// wait.
+    /// with `shut`, for drivers whose shutdown does not wait. Neither is
+    /// tried again: a failed shutdown of the write half fails writing (as
+    /// a failed write does), a failed reset is recorded done (best effort:
+    /// the close is then a clean one).
     ///
     /// # Errors
     ///
@@ -404,7 +430,11 @@ impl<P: Protocol> Conn<P> {
             return Ok(());
         };
         let done = shut(how);
-        self.handle_shutdown();
+        if done.is_err() && how == Shutdown::Write {
+            self.fail_write();
+        } else {
+            self.handle_shutdown();
+        }
         done
     }
 
@@ -574,8 +604,7 @@ impl<P: Protocol> Conn<P> {
         if !self.writing() {
             return;
         }
-        // Refused only by a closed queue, which takes nothing more.
-        let _ = self.send.push_last_frame(*frame);
+        self.send.push_last_frame(*frame);
         self.close();
     }
 
@@ -589,7 +618,10 @@ impl<P: Protocol> Conn<P> {
     #[must_use]
     pub fn poll_shutdown(&self) -> Option<Shutdown> {
         match self.write {
-            WriteSide::Closing if self.send.is_flushed() => Some(Shutdown::Write),
+            // A farewell still to queue goes before the FIN.
+            WriteSide::Closing if self.send.is_flushed() && self.farewell.is_none() => {
+                Some(Shutdown::Write)
+            }
             WriteSide::Resetting => Some(Shutdown::Reset),
             _ => None,
         }

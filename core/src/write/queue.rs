@@ -661,17 +661,12 @@ impl WriteQueue {
     /// for ever on a peer that stopped reading (the connection's linger
     /// deadline ends that). A protocol's farewell is small (a close frame
     /// is at most 131 bytes), and there is one per connection, so the
-    /// lane goes over its limits by that much at most. Refused only after
-    /// [`close`](Self::close).
-    #[allow(clippy::result_large_err)]
-    pub(crate) fn push_last_frame(
-        &mut self,
-        frame: Frame,
-    ) -> Result<Ticket, Rejected<Frame, Refusal>> {
-        if self.closed {
-            return Err(Rejected::new(Refusal::Closed, frame));
-        }
-        Ok(self.append_frame(Lane::Bulk, frame))
+    /// lane goes over its limits by that much at most. A closed queue takes
+    /// it too: the application's [`close`](Self::close) ends the
+    /// application's pushes, not the protocol's last frame (the connection
+    /// stops offering it once its write side ended).
+    pub(crate) fn push_last_frame(&mut self, frame: Frame) -> Ticket {
+        self.append_frame(Lane::Bulk, frame)
     }
 
     /// Counts and appends an admitted frame.

@@ -163,8 +163,13 @@ pub enum Step {
     ReadError { via: u8 },
     /// Writing fails: `handle_write_error`, directly or after `write_with`.
     WriteError { via: u8 },
-    /// The driver does what `poll_shutdown` asks, if anything.
+    /// The driver does what `poll_shutdown` asks, if anything (by hand,
+    /// or through `shutdown_with`).
     Shutdown,
+    /// The driver tries what `poll_shutdown` asks through `shutdown_with`,
+    /// and the socket refuses: a FIN that fails fails writing, a reset
+    /// that fails is recorded done (best effort).
+    ShutdownFails,
     /// The application closes its side.
     Close,
     /// The application resets the connection.
@@ -242,6 +247,8 @@ struct Script<'a, P: Account> {
     pushed: Vec<u8>,
     written: usize,
     dropped: bool,
+    /// The FIN failed after every byte went out.
+    fin_failed: bool,
     pushes: u32,
     shutdowns: Vec<Shutdown>,
     read: ReadSide,
@@ -281,6 +288,7 @@ pub fn run<P: Account>(
         pushed: Vec::new(),
         written: 0,
         dropped: false,
+        fin_failed: false,
         pushes: 0,
         shutdowns: Vec::new(),
         read: ReadSide::Open,
@@ -334,6 +342,7 @@ impl<P: Account> Script<'_, P> {
             Step::ReadError { via } => self.read_error(via),
             Step::WriteError { via } => self.write_error(via),
             Step::Shutdown => self.shutdown(),
+            Step::ShutdownFails => self.shutdown_fails(),
             Step::Close => {
                 self.conn.close();
                 self.close();
@@ -768,8 +777,12 @@ impl<P: Account> Script<'_, P> {
         let _ = via;
         self.conn.handle_write_error(now);
         self.dropped = true;
-        // A write side that ended already stays as it ended.
-        if !matches!(self.write, WriteSide::Reset | WriteSide::Shut) {
+        // A write side that ended already stays as it ended, and a reset
+        // asked for is still asked for.
+        if !matches!(
+            self.write,
+            WriteSide::Reset | WriteSide::Shut | WriteSide::Resetting
+        ) {
             self.write = WriteSide::Failed;
         }
     }
@@ -778,7 +791,15 @@ impl<P: Account> Script<'_, P> {
         let Some(asked) = self.conn.poll_shutdown() else {
             return;
         };
-        self.conn.handle_shutdown();
+        if self.written % 2 == 0 {
+            self.conn.handle_shutdown();
+        } else {
+            let got = self.conn.shutdown_with(|how| {
+                assert_eq!(how, asked, "shutdown_with does what poll_shutdown asks");
+                Ok::<(), ()>(())
+            });
+            assert_eq!(got, Ok(()));
+        }
         self.shutdowns.push(asked);
         self.write = match (self.write, asked) {
             (WriteSide::Closing, Shutdown::Write) => WriteSide::Shut,
@@ -789,6 +810,31 @@ impl<P: Account> Script<'_, P> {
             self.conn.poll_shutdown(),
             Some(asked),
             "asked again once done"
+        );
+    }
+
+    fn shutdown_fails(&mut self) {
+        let Some(asked) = self.conn.poll_shutdown() else {
+            return;
+        };
+        let got = self.conn.shutdown_with(|_| Err::<(), ()>(()));
+        assert_eq!(got, Err(()));
+        match asked {
+            Shutdown::Write => {
+                // Everything went out, but not the FIN: writing failed.
+                assert!(self.conn.is_write_failed(), "a failed FIN fails writing");
+                self.fin_failed = true;
+                self.write = WriteSide::Failed;
+            }
+            Shutdown::Reset => {
+                self.shutdowns.push(asked);
+                self.write = WriteSide::Reset;
+            }
+        }
+        assert_eq!(
+            self.conn.poll_shutdown(),
+            None,
+            "a failed shutdown is not tried again"
         );
     }
 
@@ -1051,6 +1097,12 @@ impl<P: Account> Script<'_, P> {
         );
         if self.dropped {
             assert!(self.written <= self.pushed.len());
+        } else if self.fin_failed {
+            assert_eq!(self.written, self.pushed.len(), "pushed bytes not written");
+            assert!(
+                self.shutdowns.is_empty(),
+                "the FIN failed: nothing was shut"
+            );
         } else {
             assert_eq!(self.written, self.pushed.len(), "pushed bytes not written");
             assert_eq!(self.shutdowns, [Shutdown::Write], "a clean end shuts once");
