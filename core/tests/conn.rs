@@ -667,6 +667,31 @@ fn a_failed_shutdown_is_final() {
     assert_eq!(conn.write_end(), Some(Shutdown::Reset));
 }
 
+/// `push_or_full`: queued, or the item back while the lane is full, or
+/// the connection's error once the queue is closed.
+#[cfg(feature = "std")]
+#[test]
+fn push_or_full_gives_the_item_back_only_when_full() {
+    let queue = WriteQueueConfig::default().max_items(1).unwrap();
+    let config = ConnConfig::default()
+        .write_queue(queue)
+        .timeouts(Timeouts::NONE.idle(Some(ms(10))));
+    let mut conn = Conn::with_config(Framed::new(Lines::new()), config, Duration::ZERO);
+    assert!(matches!(
+        conn.push_or_full(Bytes::from_static(b"a\n")),
+        Ok(Ok(_))
+    ));
+    match conn.push_or_full(Bytes::from_static(b"b\n")) {
+        Ok(Err(item)) => assert_eq!(item, "b\n"),
+        other => panic!("{other:?}"),
+    }
+    conn.handle_timeout(ms(10));
+    assert!(matches!(
+        conn.push_or_full(Bytes::from_static(b"c\n")),
+        Err(ConnError::Protocol(Error::TimedOut(Timeout::Idle)))
+    ));
+}
+
 /// `read_io`: a signal is read through, "nothing now" changes nothing, a
 /// failure ends reading and keeps what was buffered.
 #[cfg(feature = "std")]

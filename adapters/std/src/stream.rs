@@ -400,12 +400,10 @@ impl<S: Write, P: Protocol> Stream<S, P> {
     pub fn send<I: Push>(&mut self, item: I) -> Result<Ticket, ConnError> {
         let mut item = item;
         loop {
-            item = match self.conn.push(item) {
+            match self.conn.push_or_full(item)? {
                 Ok(ticket) => return Ok(ticket),
-                Err(rejected) => rejected
-                    .when_full()
-                    .ok_or_else(|| self.conn.closed_error())?,
-            };
+                Err(full) => item = full,
+            }
             if write_once(&mut self.conn, &mut self.io, self.base)? == 0 {
                 return Err(self.conn.closed_error());
             }

@@ -193,13 +193,10 @@ where
     pub async fn send<I: Push>(&mut self, item: I) -> Result<Ticket, ConnError> {
         let mut item = item;
         loop {
-            item = match self.conn.push(item) {
+            match self.conn.push_or_full(item)? {
                 Ok(ticket) => return Ok(ticket),
-                // Closed: nothing more goes out.
-                Err(rejected) => rejected
-                    .when_full()
-                    .ok_or_else(|| self.conn.closed_error())?,
-            };
+                Err(full) => item = full,
+            }
             poll_fn(|cx| self.poll_drain(cx)).await?;
         }
     }

@@ -15,6 +15,7 @@ use std::io::{self, IoSlice};
 
 use super::{Conn, Protocol, SLICES};
 use crate::driver::ConnError;
+use crate::write::{Push, Ticket};
 
 impl<P: Protocol> Conn<P> {
     /// Reads once into the buffer's spare room with `read` (called again
@@ -145,6 +146,25 @@ impl<P: Protocol> Conn<P> {
             return Err(self.closed_error());
         }
         Ok(())
+    }
+
+    /// Queues `item` in the bulk lane (as [`push`](Self::push)) for a
+    /// driver's `send`, which writes to make room while the lane is full:
+    /// `Ok(Ok(ticket))` queued, `Ok(Err(item))` the lane is full (write,
+    /// then offer it again).
+    ///
+    /// # Errors
+    ///
+    /// Once the queue is closed, [`closed_error`](Self::closed_error); the
+    /// item is dropped.
+    pub fn push_or_full<I: Push>(&mut self, item: I) -> Result<Result<Ticket, I>, ConnError> {
+        match self.push(item) {
+            Ok(ticket) => Ok(Ok(ticket)),
+            Err(rejected) => rejected
+                .when_full()
+                .map(Err)
+                .ok_or_else(|| self.closed_error()),
+        }
     }
 
     /// The error for an item a closed queue refused: the connection's own
