@@ -267,13 +267,16 @@ pub enum Unencodable {
     /// or non-ASCII request target.
     HttpToken,
     /// An HTTP header value, trailer value or reason phrase with CR, LF,
-    /// NUL or another control byte: a header injection.
+    /// NUL or another control byte (a header injection), or a header or
+    /// trailer value that starts or ends with whitespace (a recipient
+    /// trims it: the value would not arrive as given).
     HttpValue,
     /// A Content-Length or Transfer-Encoding among the headers: the body
     /// argument frames the message, so both framings cannot be sent.
     HttpFraming,
-    /// A body where the status allows none (1xx, 204, 304), or a request
-    /// framed by the close.
+    /// A body where the status allows none (1xx, 204, 304), a request
+    /// framed by the close, or a CONNECT request with a body (it has none,
+    /// and parsers disagree on what such bytes are).
     HttpBody,
     /// A status code outside 100 to 999.
     HttpStatus,

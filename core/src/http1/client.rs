@@ -129,7 +129,10 @@ impl Client {
         self.asked.push_back(asked(method, true));
     }
 
-    /// How many requests wait for their response.
+    /// How many requests wait for their response. A server may close
+    /// between responses (a keep-alive it ended): the stream then ends
+    /// with no error, and this says how many requests it left unanswered
+    /// (resend those that are safe to repeat).
     #[must_use]
     pub fn pending(&self) -> usize {
         self.asked.len()

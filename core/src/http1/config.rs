@@ -140,11 +140,12 @@ impl Http1Config {
     }
 
     /// The largest trailer section, its empty line included
-    /// (`LimitExceeded { limit: TrailerLength }`).
+    /// (`LimitExceeded { limit: TrailerLength }`): at least 2 bytes, the
+    /// empty line alone.
     ///
     /// # Errors
     ///
-    /// `Misuse::InvalidConfig` for 0 or more than `u32::MAX`.
+    /// `Misuse::InvalidConfig` for less than 2 or more than `u32::MAX`.
     pub fn max_trailers(mut self, bytes: usize) -> Result<Self, Error> {
         in_range(
             "max_trailers",

@@ -31,6 +31,14 @@ fn is_value(value: &[u8]) -> bool {
         .all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
+/// Whether a field value may be sent as it is: [`is_value`], and no
+/// whitespace at either end, which a recipient trims (RFC 9110, section
+/// 5.5): the value read would not be the one given.
+fn is_field_value(value: &[u8]) -> bool {
+    let ows = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
+    is_value(value) && !ows(value.first()) && !ows(value.last())
+}
+
 /// The names a caller must not give: the body argument frames the
 /// message.
 fn is_framing(name: &str) -> bool {
@@ -45,7 +53,7 @@ fn fields_len(headers: &[(&str, &[u8])]) -> Result<usize, Error> {
         if !is_token(name.as_bytes()) {
             return Err(refuse(Unencodable::HttpToken));
         }
-        if !is_value(value) {
+        if !is_field_value(value) {
             return Err(refuse(Unencodable::HttpValue));
         }
         if is_framing(name) {
@@ -116,10 +124,11 @@ fn framing_field(body: Body, buf: &mut [u8; 20]) -> (&'static [u8], &[u8]) {
 ///
 /// `Misuse::Unencodable` with [`HttpToken`](Unencodable::HttpToken) (a
 /// method or name not a token, a target empty or not visible ASCII),
-/// [`HttpValue`](Unencodable::HttpValue) (a control byte in a value),
+/// [`HttpValue`](Unencodable::HttpValue) (a control byte in a value, or
+/// whitespace at its start or end),
 /// [`HttpFraming`](Unencodable::HttpFraming) (a framing field among the
 /// headers) or [`HttpBody`](Unencodable::HttpBody) (a request framed by
-/// the close).
+/// the close, a CONNECT with a body).
 pub fn request(
     method: &str,
     target: &str,
@@ -162,7 +171,9 @@ pub fn request_into(
     {
         return Err(refuse(Unencodable::HttpToken));
     }
-    if body == Body::UntilClose {
+    // A CONNECT has no body (RFC 9110, section 9.3.6): cleave's server
+    // refuses one, as a smuggling vector.
+    if body == Body::UntilClose || (method == "CONNECT" && body != Body::Empty) {
         return Err(refuse(Unencodable::HttpBody));
     }
     let mut digits = [0; 20];
@@ -183,7 +194,9 @@ pub fn request_into(
 /// on a status that may carry a body, so the client does not read to the
 /// close), Transfer-Encoding: chunked, or none for
 /// [`Body::UntilClose`] (the caller closes after the body). To a HEAD,
-/// give the length the body would have, and send none.
+/// give the length the body would have, and send none. A 2xx to CONNECT
+/// opens a tunnel and must carry no framing field (RFC 9110, section
+/// 9.3.6): give [`Body::UntilClose`].
 ///
 /// ```
 /// use cleave_proto::http1::{response, Body};

@@ -88,8 +88,8 @@ use crate::error::{Error, HttpField, InvalidInput, Limit, Timeout};
 /// 400 for a malformed request, 501 for an unknown transfer coding, 505
 /// for an unsupported version, 431 for a head over its limits, 413 for a
 /// body over its limit, 408 when the request did not come in time (a
-/// [`Server`] sends that one itself when nothing else is queued, before
-/// its clean close);
+/// [`Server`] sends that one itself for a connection's first request
+/// when nothing else is queued, before its clean close);
 /// `None` for errors no status answers (the peer left, the caller's
 /// misuse).
 ///

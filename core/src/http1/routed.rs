@@ -1,10 +1,12 @@
 //! [`Routed`]: a server connection that routes every request by its own
 //! head, not the connection by its first.
 
+use core::time::Duration;
+
 use bytes::Bytes;
 
-use crate::conn::{Phase, Protocol, Wire};
-use crate::error::Error;
+use crate::conn::{Close, Phase, Protocol, Wire};
+use crate::error::{Error, Timeout};
 use crate::http1::head::{Headers, Request};
 use crate::http1::server::{Server, ServerEvent};
 use crate::route::Router;
@@ -160,5 +162,23 @@ impl<T: Clone + PartialEq> Protocol for Routed<T> {
         } else {
             self.server.phase()
         }
+    }
+
+    // The rest is the server's: its 408, its reset of a body cut short.
+
+    fn start(&mut self, now: Duration) {
+        self.server.start(now);
+    }
+
+    fn poll_timeout(&self) -> Option<Duration> {
+        self.server.poll_timeout()
+    }
+
+    fn on_timeout(&mut self, wire: &mut Wire<'_>, timeout: Timeout) -> Close {
+        self.server.on_timeout(wire, timeout)
+    }
+
+    fn release_idle(&mut self) {
+        self.server.release_idle();
     }
 }

@@ -38,8 +38,10 @@ pub enum ServerEvent {
 /// [`response`](crate::http1::response)).
 ///
 /// Timeouts ([`Timeouts`](crate::Timeouts)): the frame timeout runs while
-/// a head is incomplete, and a head that does not come in time is
-/// answered 408 when nothing else is queued. Body bytes come out as they
+/// a head is incomplete, and a connection's first head that does not
+/// come in time is answered 408 when nothing else is queued (a later
+/// one ends the connection with a reset: the application may not have
+/// answered the requests before it yet). Body bytes come out as they
 /// arrive, so a body's pace is the idle timeout's: a body trickled slower
 /// than it ends the connection with a reset.
 ///
@@ -252,12 +254,14 @@ impl Protocol for Server {
         polled
     }
 
-    /// A request head that did not come whole in time is answered with
-    /// 408 (and the connection closed cleanly) when nothing else is
-    /// queued: a response the application queued must not be taken for
-    /// this one's. A body cut short, or a 408 that would overtake queued
-    /// responses, ends the connection with a reset (the client cannot
-    /// take the silence for a complete exchange).
+    /// The connection's first request head, when it did not come whole in
+    /// time, is answered with 408 (and the connection closed cleanly)
+    /// unless something is queued: a 408 must not be taken for the answer
+    /// to another request. So a head cut short after earlier requests (the
+    /// application may not have answered them all: an empty queue does not
+    /// say), a body cut short, or a 408 that would follow queued bytes, end
+    /// the connection with a reset instead: the client cannot take the
+    /// silence for a complete exchange.
     fn on_timeout(&mut self, wire: &mut Wire<'_>, timeout: Timeout) -> Close {
         let head_started = matches!(self.state, State::Head { .. }) && !wire.recv().is_empty();
         let idle = matches!(self.state, State::Head { .. }) && wire.recv().is_empty();
@@ -267,6 +271,7 @@ impl Protocol for Server {
         let in_time = matches!(timeout, Timeout::Opening | Timeout::Frame | Timeout::Idle);
         if head_started
             && in_time
+            && !self.opened
             && wire.queued() == 0
             && wire.reply(Bytes::from_static(REQUEST_TIMEOUT)).is_ok()
         {
