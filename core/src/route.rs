@@ -35,10 +35,14 @@ pub struct HostPattern {
 }
 
 impl HostPattern {
-    /// Parses `pattern`; a leading `*.` makes it a wildcard.
+    /// Parses `pattern`; a leading `*.` makes it a wildcard, and a
+    /// trailing dot is dropped (`example.com.` is `example.com`).
     #[must_use]
     pub fn new(pattern: &str) -> Self {
-        let lower = pattern.to_ascii_lowercase();
+        let lower = pattern
+            .strip_suffix('.')
+            .unwrap_or(pattern)
+            .to_ascii_lowercase();
         match lower.strip_prefix("*.") {
             Some(suffix) => Self {
                 name: String::from(suffix),

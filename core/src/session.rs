@@ -278,6 +278,17 @@ impl<T: Clone, D: Decoder, S: Switch<D::Item>> Session<T, D, S> {
         self.examined + self.sniffing.as_ref().map_or(0, |s| s.examined())
     }
 
+    /// When the inspect delay, counted from the connection's start, runs
+    /// out.
+    fn inspect_deadline(&self) -> Option<Duration> {
+        self.started
+            .checked_add(self.router.config().get_inspect_delay())
+    }
+
+    fn inspect_due(&self, now: Duration) -> bool {
+        self.inspect_deadline().is_some_and(|at| now >= at)
+    }
+
     /// Routing is over: the sniffers' state goes, its count stays.
     fn done_sniffing(&mut self) {
         if let Some(sniffing) = self.sniffing.take() {
@@ -316,9 +327,13 @@ impl<T: Clone, D: Decoder, S: Switch<D::Item>> Session<T, D, S> {
                         let e = e.shifted(buf.offset());
                         return self.fail(e);
                     }
-                    // The stream ended inside what may have been a header:
+                    // The stream ended inside what may have been a header,
+                    // or the inspect delay ran out first (a silent client,
+                    // or one whose first bytes look like a header's start):
                     // if one was optional, these are the client's bytes.
-                    Sniff::NeedMore if eof && self.proxy == ProxyMode::Optional => {
+                    Sniff::NeedMore
+                        if self.proxy == ProxyMode::Optional && (eof || self.inspect_due(now)) =>
+                    {
                         self.state = State::Sniff;
                     }
                     Sniff::NeedMore if eof => return Ok(Some(self.close(buf))),
@@ -450,13 +465,14 @@ impl<T: Clone, D: Decoder, S: Switch<D::Item>> Protocol for Session<T, D, S> {
     }
 
     /// While sniffing, the moment the inspect delay (counted from the
-    /// connection's start) runs out. A PROXY header has no deadline of its
-    /// own: the connection's opening timeout covers it.
+    /// connection's start) runs out; while an optional PROXY header may
+    /// still come too (a silent client is routed by the clock all the
+    /// same). A required PROXY header has no deadline of its own: the
+    /// connection's opening timeout covers it.
     fn poll_timeout(&self) -> Option<Duration> {
         match self.state {
-            State::Sniff => self
-                .started
-                .checked_add(self.router.config().get_inspect_delay()),
+            State::Sniff => self.inspect_deadline(),
+            State::Proxy if self.proxy == ProxyMode::Optional => self.inspect_deadline(),
             _ => None,
         }
     }

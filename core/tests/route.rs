@@ -196,3 +196,54 @@ proptest! {
         prop_assert_eq!(longer, whole);
     }
 }
+
+/// `Match::HttpUpgrade` reads an upgrade as cleave's HTTP/1.1 server does
+/// (`route_request`): `Connection` lines combine (RFC 9110, section 5.3),
+/// and an HTTP/1.0 request's Upgrade is ignored (section 7.8).
+#[test]
+fn http_upgrade_rules_read_an_upgrade_as_the_server_does() {
+    use cleave_proto::http1::{Server, ServerEvent};
+    use cleave_proto::Conn;
+    let router = Router::new("other").rule(Match::HttpUpgrade(Some("websocket".into())), "ws");
+    let cases: [(&[u8], &str); 4] = [
+        (
+            b"GET /chat HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+            "ws",
+        ),
+        (
+            b"GET /chat HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+            "ws",
+        ),
+        (
+            b"GET /chat HTTP/1.0\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+            "other",
+        ),
+        (
+            b"GET /chat HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\nUpgrade: websocket\r\n\r\n",
+            "other",
+        ),
+    ];
+    for (head, want) in cases {
+        let mut conn = Conn::new(Server::new(), Duration::ZERO);
+        conn.feed(head, Duration::ZERO).unwrap();
+        let Ok(Some(ServerEvent::Head(request))) = conn.poll_event() else {
+            panic!("no head")
+        };
+        assert_eq!(router.route_request(&request).0, &want, "server: {head:?}");
+        let decision = router.route(head, Duration::ZERO).unwrap();
+        assert_eq!(decision.target, want, "sniffer: {head:?}");
+    }
+}
+
+/// A pattern written with a trailing dot is the same name.
+#[test]
+fn a_pattern_written_with_a_trailing_dot_matches_its_name() {
+    for pattern in ["example.com.", "EXAMPLE.com"] {
+        let pattern = HostPattern::new(pattern);
+        assert!(pattern.matches("example.com."), "{pattern:?}");
+        assert!(pattern.matches("example.com"), "{pattern:?}");
+    }
+    let wildcard = HostPattern::new("*.example.com.");
+    assert!(wildcard.matches("www.example.com"));
+    assert!(!wildcard.matches("example.com"));
+}

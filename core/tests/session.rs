@@ -167,6 +167,48 @@ fn a_client_that_sends_nothing_at_all_is_routed_at_the_deadline() {
     assert_eq!(conn.poll_event().unwrap(), None);
 }
 
+/// With an optional PROXY header, a silent client, or one whose first
+/// bytes could start a header, is routed by the deadline all the same,
+/// where it would go with no PROXY header at all; the bytes come out as
+/// the client's.
+#[test]
+fn with_an_optional_proxy_header_a_silent_client_is_routed_at_the_deadline() {
+    let at_deadline = |config: SessionConfig, sent: &[u8]| {
+        let mut conn = Conn::new(Session::tunnel(rules(), config), Duration::ZERO);
+        assert_eq!(
+            conn.poll_timeout(),
+            Some(Duration::from_secs(5)),
+            "{sent:?}"
+        );
+        conn.feed(sent, Duration::from_secs(1)).unwrap();
+        let mut routed = conn.poll_event().unwrap();
+        if routed.is_none() {
+            conn.handle_timeout(Duration::from_secs(5));
+            routed = conn.poll_event().unwrap();
+        }
+        let Some(Event::Routed(decision)) = routed else {
+            panic!("{sent:?}: not routed by the deadline")
+        };
+        let tail = conn.poll_event().unwrap();
+        (decision.target, decision.reason, tail)
+    };
+    for sent in [&b""[..], b"P", b"PROXY TCP4", b"\r\n\r\n"] {
+        let got = at_deadline(optional_proxy(), sent);
+        assert_eq!(got, at_deadline(SessionConfig::default(), sent), "{sent:?}");
+        assert_eq!(got.0, "other", "{sent:?}");
+        assert_eq!(
+            got.2,
+            Some(Event::Tunnel(Bytes::copy_from_slice(sent))),
+            "{sent:?}"
+        );
+    }
+    // A required header keeps no deadline of its own: the connection's
+    // opening timeout ends a client that does not send it.
+    let required = SessionConfig::default().proxy(ProxyMode::Required);
+    let conn = Conn::new(Session::tunnel(rules(), required), Duration::ZERO);
+    assert_eq!(conn.poll_timeout(), None);
+}
+
 #[test]
 fn a_required_proxy_header_that_is_missing_is_a_final_error() {
     let config = SessionConfig::default().proxy(ProxyMode::Required);

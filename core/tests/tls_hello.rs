@@ -241,3 +241,23 @@ fn a_second_host_name_a_cut_entry_or_no_host_name_is_refused_as_rustls_refuses_i
         assert!(rustls_sni(&hello).is_err(), "{entries:?} {after:?}");
     }
 }
+
+/// An IP address given as the host name (RFC 6066 forbids it; some
+/// clients send it): rustls ignores it and takes the hello as one with no
+/// server name, and so does cleave, so `Match::Tls` still routes it. A
+/// name that is neither is refused by both.
+#[test]
+fn an_ip_address_as_host_name_is_ignored_as_rustls_ignores_it() {
+    let data = fixture("tls_openssl_sni_alpn.bin");
+    for ip in [&b"192.0.2.1"[..], b"::1", b"2001:db8::7"] {
+        let hello = with_server_name_extension(&data, &sni_list(&[(0, ip)], b"", b""));
+        assert_eq!(rustls_sni(&hello), Ok(None), "{ip:?}");
+        assert_eq!(cleave_sni(&hello), Ok(None), "{ip:?}");
+        let router = Router::new("fallback").rule(Match::Tls, "tls");
+        let decision = router.route(&hello, Duration::ZERO).unwrap();
+        assert_eq!(decision.target, "tls", "{ip:?}: {:?}", decision.reason);
+    }
+    let hello = with_server_name_extension(&data, &sni_list(&[(0, b"bad name!")], b"", b""));
+    assert!(refused_as_server_name(cleave_sni(&hello)));
+    assert!(rustls_sni(&hello).is_err());
+}

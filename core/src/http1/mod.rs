@@ -66,7 +66,7 @@ mod client;
 mod config;
 mod encode;
 mod faults;
-mod framing;
+pub(crate) mod framing;
 mod head;
 pub(crate) mod host;
 mod lines;

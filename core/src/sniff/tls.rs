@@ -37,7 +37,9 @@ pub struct ClientHello {
     pub record_version: u16,
     /// The hello's legacy_version (0x0303 for TLS 1.2 and 1.3).
     pub legacy_version: u16,
-    /// The host name of the server_name extension, as sent.
+    /// The host name of the server_name extension, as sent; `None`
+    /// without one, or when the client gave an IP address there (ignored,
+    /// as rustls ignores it).
     pub server_name: Option<String>,
     /// The ALPN protocol names, in the client's order.
     pub alpn: Vec<Bytes>,
@@ -391,25 +393,43 @@ fn parse_hello(body: &[u8]) -> Result<ClientHello, TlsField> {
 /// without one too); and a name type other than `host_name` ends the list,
 /// its bytes and any after it ignored (the RFC 6066 format cannot skip an
 /// entry of unknown type; rustls ignores them, OpenSSL refuses the hello,
-/// and either way no other host name is read from them).
+/// and either way no other host name is read from them). An IP address
+/// given as the host name (RFC 6066 forbids it, some clients send it) is
+/// ignored, as rustls ignores it: the hello has no server name then.
 fn server_name(data: &mut Reader<'_>) -> Result<Option<String>, TlsField> {
     let field = TlsField::ServerName;
     let mut list = data.block16().ok_or(field)?;
     if !data.is_empty() || list.is_empty() {
         return Err(field);
     }
-    let mut name = None;
+    let (mut name, mut seen) = (None, false);
     while !list.is_empty() {
         if list.u8().ok_or(field)? != 0 {
             break;
         }
         let value = list.block16().ok_or(field)?.rest();
-        if name.is_some() || !is_dns_name(value) {
+        if seen {
+            return Err(field);
+        }
+        seen = true;
+        if is_ip_address(value) {
+            continue;
+        }
+        if !is_dns_name(value) {
             return Err(field);
         }
         name = Some(value.iter().map(|&b| char::from(b)).collect());
     }
-    name.map(Some).ok_or(field)
+    if seen {
+        Ok(name)
+    } else {
+        Err(field)
+    }
+}
+
+/// An IPv4 or IPv6 address in text (what rustls takes for one).
+fn is_ip_address(value: &[u8]) -> bool {
+    core::str::from_utf8(value).is_ok_and(|text| text.parse::<core::net::IpAddr>().is_ok())
 }
 
 /// A DNS host name: labels of letters, digits, `-` and `_`, 1-63 bytes

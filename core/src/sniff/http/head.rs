@@ -18,6 +18,9 @@ pub struct RequestHead {
     host: Option<Span>,
     upgrade: Option<Span>,
     connection: Option<Span>,
+    /// Some `Connection` line lists `upgrade` (the lines of a list field
+    /// combine, RFC 9110 section 5.3).
+    upgrade_listed: bool,
 }
 
 /// Where a part is in the head.
@@ -67,12 +70,12 @@ impl RequestHead {
         self.host.map(|s| self.text(s))
     }
 
-    /// The Upgrade header, trimmed.
+    /// The (first) Upgrade header, trimmed.
     pub fn upgrade(&self) -> Option<&str> {
         self.upgrade.map(|s| self.text(s))
     }
 
-    /// The Connection header, trimmed.
+    /// The first Connection header, trimmed.
     pub fn connection(&self) -> Option<&str> {
         self.connection.map(|s| self.text(s))
     }
@@ -82,14 +85,12 @@ impl RequestHead {
         &self.head
     }
 
-    /// Whether the request asks to switch protocols: `Connection` lists
-    /// `upgrade` and an `Upgrade` header names the protocol.
+    /// Whether the request asks to switch protocols, as cleave's HTTP/1.1
+    /// server reads it: a `Connection` line lists `upgrade`, an `Upgrade`
+    /// header names the protocol, and the request is HTTP/1.1 (a server
+    /// ignores Upgrade in HTTP/1.0, RFC 9110 section 7.8).
     pub fn is_upgrade(&self) -> bool {
-        let listed = self.connection().is_some_and(|c| {
-            c.split(',')
-                .any(|token| token.trim().eq_ignore_ascii_case("upgrade"))
-        });
-        listed && self.upgrade.is_some()
+        self.upgrade_listed && self.upgrade.is_some() && self.version == 1
     }
 
     /// The host without its port, lowercased: what routing compares. An
@@ -121,6 +122,7 @@ pub(super) fn head_of(
 
     // One pass over the headers; the names' lengths sort them first.
     let (mut host, mut upgrade, mut connection) = (None, None, None);
+    let mut upgrade_listed = false;
     for h in request.headers.iter() {
         let name = h.name.as_bytes();
         let value = h.value.trim_ascii();
@@ -134,8 +136,12 @@ pub(super) fn head_of(
             7 if upgrade.is_none() && name.eq_ignore_ascii_case(b"upgrade") => {
                 upgrade = text(value)
             }
-            10 if connection.is_none() && name.eq_ignore_ascii_case(b"connection") => {
-                connection = text(value);
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                upgrade_listed |= crate::http1::framing::elements(value)
+                    .any(|token| token.eq_ignore_ascii_case(b"upgrade"));
+                if connection.is_none() {
+                    connection = text(value);
+                }
             }
             _ => {}
         }
@@ -172,5 +178,6 @@ pub(super) fn head_of(
         host: host.map(span),
         upgrade,
         connection,
+        upgrade_listed,
     })
 }
