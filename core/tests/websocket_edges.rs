@@ -1299,3 +1299,49 @@ fn a_close_echo_after_the_applications_close_goes_out_before_the_fin() {
     );
     assert_eq!(conn.poll_shutdown(), Some(Shutdown::Write));
 }
+
+/// A pong owed from before the application's close (the urgent lane was
+/// full when its ping came) is dropped: nothing goes after our close.
+#[test]
+fn an_owed_pong_is_not_sent_after_our_close() {
+    let mut conn = server_with(WsConfig::default());
+    // Pings until a pong finds no room (it is owed, and reading waits).
+    let ping = frame(true, 9, &[7u8; 125], KEY);
+    for _ in 0..200 {
+        conn.feed(&ping, NOW).unwrap();
+        while let Ok(Some(_)) = conn.poll_event() {}
+    }
+    let close = conn.protocol_mut().close(1000, "bye").unwrap();
+    conn.push(close).unwrap();
+    let mut out = drain(&mut conn);
+    while let Ok(Some(_)) = conn.poll_event() {}
+    out.extend(drain(&mut conn));
+    let frames = frames_of(&out);
+    let close_at = frames.iter().position(|(op, _)| *op == 8).expect("a close");
+    let after: Vec<u8> = frames[close_at + 1..].iter().map(|(op, _)| *op).collect();
+    assert!(after.is_empty(), "opcodes after our close: {after:?}");
+    assert!(
+        frames[..close_at].iter().any(|(op, _)| *op == 10),
+        "pongs before it"
+    );
+}
+
+/// With auto-pong off, pings come out as events (whatever `pings` says)
+/// and the application answers with `pong`.
+#[test]
+fn without_auto_pong_the_application_sees_pings_and_answers_them() {
+    let mut conn = server_with(WsConfig::default().auto_pong(false));
+    conn.feed(&frame(true, 9, b"keepalive", KEY), NOW).unwrap();
+    let Ok(Some(WsEvent::Ping(payload))) = conn.poll_event() else {
+        panic!("no Ping event")
+    };
+    assert_eq!(payload, "keepalive");
+    assert!(drain(&mut conn).is_empty(), "no pong of the protocol's own");
+    let pong = conn.protocol_mut().pong(payload).unwrap();
+    conn.push_urgent(pong).unwrap();
+    assert_eq!(
+        frames_of(&drain(&mut conn)),
+        vec![(10, b"keepalive".to_vec())]
+    );
+    assert!(conn.protocol_mut().pong(Bytes::from(vec![0; 126])).is_err());
+}

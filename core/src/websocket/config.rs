@@ -91,8 +91,9 @@ impl WsConfig {
         self
     }
 
-    /// Whether pings and pongs come out as events too (they are answered
-    /// either way). Off by default.
+    /// Whether pings and pongs come out as events too (with
+    /// [`auto_pong`](Self::auto_pong) on, pings are answered either way).
+    /// Off by default.
     #[must_use]
     pub fn pings(mut self, visible: bool) -> Self {
         self.pings = visible;
@@ -101,7 +102,10 @@ impl WsConfig {
 
     /// Whether a ping is answered with a pong by the protocol itself (on
     /// the urgent lane). On by default; turn it off only to answer pings
-    /// yourself.
+    /// yourself: pings then come out as [`WsEvent::Ping`](crate::websocket::WsEvent::Ping)
+    /// events whatever [`pings`](Self::pings) says, and
+    /// [`WebSocket::pong`](crate::websocket::WebSocket::pong) makes the
+    /// answer.
     #[must_use]
     pub fn auto_pong(mut self, on: bool) -> Self {
         self.auto_pong = on;

@@ -283,6 +283,19 @@ impl WebSocket {
         Ok(self.frame(true, false, OpCode::Ping, payload))
     }
 
+    /// A pong to push: the answer to a [`WsEvent::Ping`] (with its
+    /// payload) when [`auto_pong`](crate::websocket::WsConfig::auto_pong)
+    /// is off, or an unsolicited one (a heartbeat, RFC 6455 section 5.5.3).
+    /// Push it on the urgent lane, and not after a close.
+    ///
+    /// # Errors
+    ///
+    /// [`Unencodable::TooLong`](crate::Unencodable::TooLong) past 125 bytes.
+    pub fn pong(&mut self, payload: Bytes) -> Result<Frame, Error> {
+        control_len(payload.len())?;
+        Ok(self.frame(true, false, OpCode::Pong, payload))
+    }
+
     /// The close frame to push to start the close handshake: `code` (one
     /// that may be sent, see [`is_sendable`](crate::websocket::is_sendable))
     /// and a reason of at most 123 bytes. From then on the events end with
@@ -766,7 +779,9 @@ impl WebSocket {
                     let pong = self.frame(true, false, OpCode::Pong, payload.clone());
                     self.reply(wire, pong);
                 }
-                Ok(self.config.get_pings().then_some(WsEvent::Ping(payload)))
+                // Without auto-pong the application answers: it sees them.
+                let visible = self.config.get_pings() || !self.config.get_auto_pong();
+                Ok(visible.then_some(WsEvent::Ping(payload)))
             }
             OpCode::Pong => Ok(self.config.get_pings().then_some(WsEvent::Pong(payload))),
             _ => {
@@ -847,7 +862,8 @@ impl WebSocket {
     #[inline(never)]
     fn poll_slow(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
         if let Some(Owed::Pong(pong)) = self.owed.take() {
-            if !self.reply(wire, pong) {
+            // Owed from before a close of ours: nothing goes after it.
+            if self.closing == Closing::Open && !self.reply(wire, pong) {
                 return Ok(None);
             }
         }
