@@ -14,7 +14,8 @@
 //! - every `Text` message, every assembled text and every text prefix
 //!   handed out is UTF-8 (a prefix may end inside a code point); parts
 //!   of one message share its kind; no message exceeds `max_message`;
-//!   pings and pongs come out only when asked for, at most 125 bytes; a
+//!   pings come out when asked for or when auto-pong is off, pongs only
+//!   when asked for, at most 125 bytes; a
 //!   peer's close has a sendable code (or none) and a UTF-8 reason;
 //! - the receive buffer never holds more than its `max_buffered`, and it
 //!   stalls full only on a frame larger than it (not on one to stream,

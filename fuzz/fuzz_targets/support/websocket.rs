@@ -251,7 +251,9 @@ fn poll_once(conn: &mut Conn<WebSocket>, setup: &Setup, run: &mut Run, assembler
                 })
             }
             WsEvent::Ping(p) => {
-                assert!(ws.get_pings() && p.len() <= 125, "ping {p:?}");
+                // Shown when asked for, or when the application answers.
+                let shown = ws.get_pings() || !ws.get_auto_pong();
+                assert!(shown && p.len() <= 125, "ping {p:?}");
                 Some(Seen::Ping(p.to_vec()))
             }
             WsEvent::Pong(p) => {
