@@ -177,23 +177,27 @@ where
             ..
         } = self;
         let mut more = false;
-        let steps = [
-            up.step(
-                client,
-                &mut client_ready.read,
-                backend,
-                &mut backend_ready.write,
-                *budget,
-            ),
-            down.step(
-                backend,
-                &mut backend_ready.read,
-                client,
-                &mut client_ready.write,
-                *budget,
-            ),
-        ];
-        for step in steps {
+        let up_step = up.step(
+            client,
+            &mut client_ready.read,
+            backend,
+            &mut backend_ready.write,
+            *budget,
+            true,
+        );
+        // A failed write to the backend (a reset) took the socket's error:
+        // what the backend sent before it still goes to the client, but the
+        // end of stream a read finds now is no clean end, and must not
+        // become the client's FIN (the failure resets it instead).
+        let down_step = down.step(
+            backend,
+            &mut backend_ready.read,
+            client,
+            &mut client_ready.write,
+            *budget,
+            up_step.is_ok(),
+        );
+        for step in [up_step, down_step] {
             match step {
                 Ok(Step::Blocked) => {}
                 Ok(Step::Budget) => more = true,
@@ -394,7 +398,8 @@ impl Way {
     }
 
     /// Moves until the reader or the writer would block, the reader ended
-    /// (the writer then shut down), or `budget` bytes were written.
+    /// (the writer then shut down, if `may_end`), or `budget` bytes were
+    /// written.
     fn step<R, W>(
         &mut self,
         reader: &mut R,
@@ -402,6 +407,7 @@ impl Way {
         writer: &mut W,
         writable: &mut bool,
         budget: usize,
+        may_end: bool,
     ) -> io::Result<Step>
     where
         R: Socket + AsFd,
@@ -440,6 +446,9 @@ impl Way {
                 continue;
             }
             if self.eof {
+                if !may_end {
+                    return Ok(Step::Blocked);
+                }
                 writer.shutdown_write()?;
                 self.done = Some(self.written);
                 // The pipe goes back to the pool (or the buffer is freed)

@@ -2,7 +2,9 @@
 //! client and a blocking backend in threads: the tail first, a reset on
 //! one side reaches the other as a reset after the bytes that made it, a
 //! clean end stays a half-close, a failed write resets the backend, a
-//! backend that closes early ends the tunnel with both sides reset, an
+//! backend that closes early ends the tunnel with both sides reset (and
+//! one that resets while the client uploads gives the client its bytes,
+//! then a reset), an
 //! idle tunnel times out with both sides reset, TCP urgent data (where
 //! splice(2) stops) loses nothing after it, and pipes are bounded and
 //! reused.
@@ -739,4 +741,58 @@ fn a_unix_socket_tunnel_is_spliced_both_ways() {
     );
     assert_eq!(pipes.spliced(), (UP + DOWN) as u64, "all of it spliced");
     assert_eq!((pipes.open(), pipes.idle()), (2, 2));
+}
+
+/// A backend answers half a response then resets, while the client is
+/// uploading. In one `on_ready`, the up direction's write to the backend
+/// takes the reset's error: the down direction must not then read the
+/// half and (the error taken) an end of stream, and pass a FIN on to the
+/// client. The client reads the half, then a reset.
+fn a_backend_reset_during_an_upload_reaches_the_client_as_a_reset(max_open: usize) {
+    let (listener, addr) = listen();
+    let (backends, backend_addr) = listen();
+    let mut client = connect(addr);
+    let (proxy_client, _) = listener.accept().unwrap();
+    let proxy_backend = connect(backend_addr);
+    let mut backend = accept(&backends);
+    backend.write_all(b"half").unwrap();
+    reset(backend); // RST after half a response
+    client.write_all(b"upload").unwrap();
+    thread::sleep(Duration::from_millis(100)); // all of it arrives
+
+    proxy_client.set_nonblocking(true).unwrap();
+    proxy_backend.set_nonblocking(true).unwrap();
+    let pipes = Pipes::new(PipesConfig::default().max_open(Some(max_open)));
+    let mut tunnel = Tunnel::new(
+        TcpStream::from_std(proxy_client),
+        TcpStream::from_std(proxy_backend),
+        Bytes::new(),
+        &pipes,
+    );
+    // Both sockets start ready: one call tries both directions.
+    for _ in 0..10 {
+        if tunnel.is_finished() {
+            break;
+        }
+        tunnel.on_ready();
+    }
+    let result = format!("{:?}", tunnel.result());
+    drop(tunnel); // both set to reset on close
+
+    let (got, end) = read_to_end_or_error(&mut client, 4);
+    assert!(
+        got == b"half" && end.is_err(),
+        "the client read {:?} then {end:?}; the tunnel: {result}",
+        String::from_utf8_lossy(&got)
+    );
+}
+
+#[test]
+fn splice_a_backend_reset_during_an_upload_reaches_the_client_as_a_reset() {
+    a_backend_reset_during_an_upload_reaches_the_client_as_a_reset(2);
+}
+
+#[test]
+fn copy_a_backend_reset_during_an_upload_reaches_the_client_as_a_reset() {
+    a_backend_reset_during_an_upload_reaches_the_client_as_a_reset(0);
 }

@@ -137,7 +137,12 @@ where
 enum Spliced {
     Pipe(PipeDirection),
     Copy(Direction),
-    Done(u64),
+    /// The direction ended, `written` bytes in all; `moved` until the idle
+    /// timer has seen its last bytes.
+    Done {
+        written: u64,
+        moved: bool,
+    },
 }
 
 impl Spliced {
@@ -169,18 +174,20 @@ where
         loop {
             match self {
                 Spliced::Copy(direction) => return direction.poll_move(cx, reader, writer),
-                Spliced::Done(written) => return Poll::Ready(Ok(*written)),
+                Spliced::Done { written, .. } => return Poll::Ready(Ok(*written)),
                 Spliced::Pipe(pipe) => match pipe.poll_splice(cx, reader, writer) {
                     Step::Done(Poll::Ready(Ok(written))) => {
-                        *self = Spliced::Done(written);
+                        // The last bytes may have moved in this very poll.
+                        let moved = pipe.moved;
+                        *self = Spliced::Done { written, moved };
                         return Poll::Ready(Ok(written));
                     }
                     Step::Done(poll) => return poll,
                     // The pipe is empty and the tail written: the copy goes
                     // on from there, and the pipe goes back to the pool.
                     Step::Unsupported => {
-                        let written = pipe.written;
-                        *self = Spliced::Copy(Direction::resuming(written));
+                        let (written, moved) = (pipe.written, pipe.moved);
+                        *self = Spliced::Copy(Direction::resuming(written, moved));
                     }
                 },
             }
@@ -191,7 +198,7 @@ where
         match self {
             Spliced::Pipe(pipe) => std::mem::take(&mut pipe.moved),
             Spliced::Copy(direction) => Move::<R, W>::take_moved(direction),
-            Spliced::Done(_) => false,
+            Spliced::Done { moved, .. } => std::mem::take(moved),
         }
     }
 }

@@ -310,10 +310,12 @@ impl Direction {
     }
 
     /// A copy that goes on where another way of moving (a splice that
-    /// turned out to be unsupported) left off, `written` bytes in.
-    pub(crate) fn resuming(written: u64) -> Self {
+    /// turned out to be unsupported) left off, `written` bytes in; `moved`
+    /// says that way moved bytes the idle timer has not seen yet.
+    pub(crate) fn resuming(written: u64, moved: bool) -> Self {
         Self {
             written,
+            moved,
             ..Self::new()
         }
     }
@@ -394,11 +396,14 @@ impl Direction {
             }
 
             // Everything read is written.
-            if let Some(e) = self.read_error.take() {
+            if self.read_error.is_some() {
                 // Best effort, as the writes before it: the error is the
-                // reader's either way.
+                // reader's either way. It is taken only once the flush is
+                // done: a flush that waits must not lose it.
                 let _ = ready!(writer.as_mut().poll_flush(cx));
-                return Poll::Ready(Err(e));
+                if let Some(e) = self.read_error.take() {
+                    return Poll::Ready(Err(e));
+                }
             }
             if self.eof {
                 if self.unflushed {
