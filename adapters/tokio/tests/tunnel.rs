@@ -16,11 +16,15 @@ use std::time::Duration;
 
 use cleave_proto::Bytes;
 use cleave_tokio::{splice_tunnel, tunnel_with, Pipes, PipesConfig, TunnelConfig};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 /// A safety net against a stuck test, never what a test asserts.
+#[path = "support/net.rs"]
+mod net;
+use net::read_to_end_or_error;
+
 const STUCK: Duration = Duration::from_secs(30);
 
 /// The byte at `offset` of every stream here: a gap or a reordering shows.
@@ -123,27 +127,6 @@ fn pool(max_open: usize, max_idle: usize) -> Pipes {
             .max_open(Some(max_open))
             .max_idle(max_idle),
     )
-}
-
-/// Reads until the end of the stream (`Ok`) or an error, at most `max`
-/// bytes.
-async fn read_to_end_or_error<S: AsyncRead + Unpin>(
-    socket: &mut S,
-    max: usize,
-) -> (Vec<u8>, io::Result<()>) {
-    let (mut got, mut buf) = (Vec::new(), vec![0; 64 * 1024]);
-    // Each read gets a byte at least, but the end.
-    for _ in 0..=max {
-        match socket.read(&mut buf).await {
-            Ok(0) => return (got, Ok(())),
-            Ok(n) => {
-                got.extend_from_slice(&buf[..n]);
-                assert!(got.len() <= max, "more bytes than were sent: {}", got.len());
-            }
-            Err(e) => return (got, Err(e)),
-        }
-    }
-    panic!("no end after {} bytes", got.len());
 }
 
 async fn a_backend_reset_reaches_the_client_as_a_reset_after_its_bytes(mode: Mode) {

@@ -7,25 +7,14 @@ use std::time::Duration;
 
 use cleave_proto::Bytes;
 use cleave_tokio::{splice_tunnel, tunnel, tunnel_with, Pipes, PipesConfig, TunnelConfig};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 
-const STUCK: Duration = Duration::from_secs(20);
+#[path = "support/net.rs"]
+mod net;
+use net::read_to_end_or_error;
 
-async fn read_to_end_or_error<S: AsyncRead + Unpin>(
-    socket: &mut S,
-    max: usize,
-) -> (Vec<u8>, io::Result<()>) {
-    let (mut got, mut buf) = (Vec::new(), vec![0; 64 * 1024]);
-    for _ in 0..=max {
-        match socket.read(&mut buf).await {
-            Ok(0) => return (got, Ok(())),
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) => return (got, Err(e)),
-        }
-    }
-    panic!("no end after {} bytes", got.len());
-}
+const STUCK: Duration = Duration::from_secs(20);
 
 /// Two connected loopback pairs: (client, proxy's client side), (proxy's
 /// backend side, backend).
