@@ -17,6 +17,8 @@ mod app;
 #[cfg(feature = "std")]
 mod io;
 mod protocol;
+#[cfg(feature = "std")]
+mod shared;
 mod time;
 mod timeouts;
 
@@ -32,6 +34,8 @@ use crate::recv_buf::RecvBuf;
 use crate::write::{Progress, WriteQueue};
 
 pub use protocol::{Close, Phase, Protocol, Wire};
+#[cfg(feature = "std")]
+pub use shared::{Shared, TurnStart};
 use timeouts::{nanos, Nanos, NEVER};
 pub use timeouts::{ConnConfig, Timeouts};
 

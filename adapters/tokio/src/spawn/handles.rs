@@ -3,21 +3,18 @@
 
 use std::fmt;
 use std::future::poll_fn;
-use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::task::{Context, Poll};
 
-use cleave_proto::conn::Shutdown;
 use cleave_proto::write::{Marks, Push};
-use cleave_proto::{Bytes, Conn, Lane, Protocol, Refusal, Rejected, Ticket};
+use cleave_proto::{Bytes, Lane, Protocol, Refusal, Rejected, Ticket};
 use futures_core::Stream;
 use futures_sink::Sink;
 
 use crate::error::{ConnError, WriteError};
 
-use super::Shared;
+use super::Locked;
 
 /// The protocol's events, from a connection driven by another task (see
 /// [`spawn_connection`](crate::spawn_connection)). A `Stream`; consuming events makes room in the
@@ -29,7 +26,7 @@ use super::Shared;
 /// ([`ConnError::Io`]). Dropping it lets the driver read and drop the
 /// events itself.
 pub struct Events<P> {
-    pub(super) shared: Arc<Shared<P>>,
+    pub(super) shared: Arc<Locked<P>>,
     pub(super) ended: bool,
 }
 
@@ -43,24 +40,8 @@ impl<P> fmt::Debug for Events<P> {
 
 impl<P> Drop for Events<P> {
     fn drop(&mut self) {
-        let mut st = self.shared.lock();
-        st.events_alive = false;
-        st.events = None;
-        st.wake_driver();
+        self.shared.lock().drop_events();
     }
-}
-
-/// What the driver acts on: a change means it must look again. A queue
-/// that still holds bytes the socket did not take is no news: the driver
-/// waits for the socket then, which wakes it.
-fn driver_view<P: Protocol>(conn: &Conn<P>) -> (bool, bool, Option<Duration>, bool, Marks) {
-    (
-        conn.wants_read(),
-        conn.is_read_done(),
-        conn.poll_timeout(),
-        conn.wants_write(),
-        conn.queue().end_marks(),
-    )
 }
 
 impl<P: Protocol> Stream for Events<P> {
@@ -71,33 +52,9 @@ impl<P: Protocol> Stream for Events<P> {
         if this.ended {
             return Poll::Ready(None);
         }
-        let mut guard = this.shared.lock();
-        let st = &mut *guard;
-        let before = driver_view(&st.conn);
-        let polled = st.conn.poll_event();
-        // The protocol may have queued a reply, freed room or finished.
-        if driver_view(&st.conn) != before {
-            st.wake_driver();
-        }
-        match polled {
-            Ok(Some(event)) => Poll::Ready(Some(Ok(event))),
-            Err(e) => {
-                this.ended = true;
-                Poll::Ready(Some(Err(e.into())))
-            }
-            Ok(None) if st.conn.is_read_done() || st.done => {
-                this.ended = true;
-                Poll::Ready(
-                    st.failed
-                        .as_ref()
-                        .map(|e| Err(ConnError::Io(io::Error::new(e.kind(), e.clone())))),
-                )
-            }
-            Ok(None) => {
-                st.events = Some(cx.waker().clone());
-                Poll::Pending
-            }
-        }
+        let polled = this.shared.lock().poll_event(cx);
+        this.ended = matches!(polled, Poll::Ready(None | Some(Err(_))));
+        polled
     }
 }
 
@@ -121,7 +78,7 @@ impl<P: Protocol> Stream for Events<P> {
 /// When the last handle and the [`Events`] are dropped, the write side
 /// closes as after [`close`](Self::close).
 pub struct ConnHandle<P> {
-    pub(super) shared: Arc<Shared<P>>,
+    pub(super) shared: Arc<Locked<P>>,
     /// The sink's item that found no room yet (a lock of its own, so that
     /// `flush(&self)` can send it).
     pending: Mutex<Option<Bytes>>,
@@ -137,7 +94,7 @@ impl<P> fmt::Debug for ConnHandle<P> {
 
 impl<P> Clone for ConnHandle<P> {
     fn clone(&self) -> Self {
-        self.shared.lock().handles += 1;
+        self.shared.lock().add_handle();
         Self::new(self.shared.clone())
     }
 }
@@ -149,18 +106,14 @@ impl<P> Drop for ConnHandle<P> {
         if let Some(bytes) = pending {
             // Queued if there is room now, else lost: flush or close a
             // sink before dropping it, as with any sink.
-            let _ = st.conn.queue_mut().push_to(Lane::Bulk, bytes);
-            st.wake_driver();
+            let _ = st.push(Lane::Bulk, bytes);
         }
-        st.handles -= 1;
-        if st.handles == 0 && !st.events_alive {
-            st.wake_driver();
-        }
+        st.drop_handle();
     }
 }
 
 impl<P> ConnHandle<P> {
-    pub(super) fn new(shared: Arc<Shared<P>>) -> Self {
+    pub(super) fn new(shared: Arc<Locked<P>>) -> Self {
         Self {
             shared,
             pending: Mutex::new(None),
@@ -179,10 +132,7 @@ impl<P> ConnHandle<P> {
 impl<P: Protocol> ConnHandle<P> {
     #[allow(clippy::result_large_err)] // a frame comes back by value, as in the core
     fn try_push<I: Push>(&self, lane: Lane, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
-        let mut st = self.shared.lock();
-        let ticket = st.conn.queue_mut().push_to(lane, item)?;
-        st.wake_driver();
-        Ok(ticket)
+        self.shared.lock().push(lane, item)
     }
 
     /// Queues `item` (bytes or a frame) in the bulk lane now.
@@ -240,27 +190,7 @@ impl<P: Protocol> ConnHandle<P> {
         cx: &mut Context<'_>,
         slot: &mut Option<I>,
     ) -> Poll<Result<Ticket, Rejected<I, WriteError>>> {
-        let Some(item) = slot.take() else {
-            return Poll::Pending;
-        };
-        let mut st = self.shared.lock();
-        if let Some(e) = st.failure() {
-            return Poll::Ready(Err(Rejected::new(e, item)));
-        }
-        match st.conn.push(item) {
-            Ok(ticket) => {
-                st.wake_driver();
-                Poll::Ready(Ok(ticket))
-            }
-            Err(rejected) => match rejected.into_parts() {
-                (Refusal::Full(_), item) if !st.done => {
-                    *slot = Some(item);
-                    st.room.push(cx.waker().clone());
-                    Poll::Pending
-                }
-                (_, item) => Poll::Ready(Err(Rejected::new(WriteError::Closed, item))),
-            },
-        }
+        self.shared.lock().poll_push(cx, slot)
     }
 
     /// Waits until the push named by `ticket` has been handed to the
@@ -272,22 +202,7 @@ impl<P: Protocol> ConnHandle<P> {
     /// [`WriteError::Closed`] if the write side ended without writing it
     /// (a reset, or a ticket of another connection).
     pub async fn written(&self, ticket: Ticket) -> Result<(), WriteError> {
-        poll_fn(|cx| {
-            let mut st = self.shared.lock();
-            if st.conn.queue().is_written(ticket) {
-                return Poll::Ready(Ok(()));
-            }
-            if let Some(e) = st.failure() {
-                return Poll::Ready(Err(e));
-            }
-            if st.writing_over() {
-                return Poll::Ready(Err(WriteError::Closed));
-            }
-            st.waiters
-                .wait_ticket(ticket, cx.waker().clone(), Waker::will_wake);
-            Poll::Pending
-        })
-        .await
+        poll_fn(|cx| self.shared.lock().poll_written(cx, ticket)).await
     }
 
     /// Waits until everything queued so far (by any handle, and the
@@ -300,26 +215,8 @@ impl<P: Protocol> ConnHandle<P> {
     /// ended without writing it.
     pub async fn flush(&self) -> Result<(), WriteError> {
         self.send_pending().await?;
-        let target = self.shared.lock().conn.queue().end_marks();
-        poll_fn(|cx| self.poll_flushed(cx, target)).await
-    }
-
-    fn poll_flushed(&self, cx: &mut Context<'_>, target: Marks) -> Poll<Result<(), WriteError>> {
-        let mut st = self.shared.lock();
-        // Done is done, whatever failed since.
-        if st.waiters.flushed().covers(target) {
-            return Poll::Ready(Ok(()));
-        }
-        if let Some(e) = st.failure() {
-            return Poll::Ready(Err(e));
-        }
-        if st.writing_over() {
-            return Poll::Ready(Err(WriteError::Closed));
-        }
-        st.waiters
-            .wait_flush(target, cx.waker().clone(), Waker::will_wake);
-        st.wake_driver();
-        Poll::Pending
+        let target = self.shared.lock().conn().queue().end_marks();
+        poll_fn(|cx| self.shared.lock().poll_flushed(cx, target)).await
     }
 
     /// Closes the write side: the queue takes nothing more, what it holds
@@ -332,39 +229,19 @@ impl<P: Protocol> ConnHandle<P> {
     /// ended otherwise (a reset: what was queued was dropped).
     pub async fn close(&self) -> Result<(), WriteError> {
         self.send_pending().await?;
-        poll_fn(|cx| self.poll_closed(cx)).await
-    }
-
-    fn poll_closed(&self, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
-        let mut st = self.shared.lock();
-        st.conn.close();
-        // Everything written and shut down, whatever failed since.
-        if st.conn.write_end() == Some(Shutdown::Write) {
-            return Poll::Ready(Ok(()));
-        }
-        if let Some(e) = st.failure() {
-            return Poll::Ready(Err(e));
-        }
-        // Reset (what was queued was dropped), or the driver stopped.
-        if st.conn.write_end().is_some() || st.done {
-            return Poll::Ready(Err(WriteError::Closed));
-        }
-        st.waiters
-            .wait_flush(Marks::END, cx.waker().clone(), Waker::will_wake);
-        st.wake_driver();
-        Poll::Pending
+        poll_fn(|cx| self.shared.lock().poll_closed(cx)).await
     }
 
     /// Bytes queued and not written yet.
     #[must_use]
     pub fn pending_bytes(&self) -> usize {
-        self.shared.lock().conn.queue().len()
+        self.shared.lock().conn().queue().len()
     }
 
     /// Whether the queue takes nothing more (closed, timed out, failed).
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.shared.lock().conn.queue().is_closed()
+        self.shared.lock().conn().queue().is_closed()
     }
 }
 
@@ -391,25 +268,12 @@ impl<P: Protocol> Sink<Bytes> for ConnHandle<P> {
 
     fn start_send(self: Pin<&mut Self>, item: Bytes) -> Result<(), WriteError> {
         let this = self.get_mut();
-        let mut st = this.shared.lock();
-        if let Some(e) = st.failure() {
-            return Err(e);
+        let pushed = this.shared.lock().push_or_full(item);
+        match pushed.map_err(|rejected| rejected.into_parts().0)? {
+            Ok(ticket) => this.sink_mark = ticket.offset(),
+            Err(full) => *this.pending_mut() = Some(full),
         }
-        match st.conn.push(item) {
-            Ok(ticket) => {
-                st.wake_driver();
-                this.sink_mark = ticket.offset();
-                Ok(())
-            }
-            Err(rejected) => match rejected.into_parts() {
-                (Refusal::Full(_), item) => {
-                    drop(st);
-                    *this.pending_mut() = Some(item);
-                    Ok(())
-                }
-                _ => Err(WriteError::Closed),
-            },
-        }
+        Ok(())
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
@@ -420,13 +284,13 @@ impl<P: Protocol> Sink<Bytes> for ConnHandle<P> {
             bulk: self.sink_mark,
             urgent: 0,
         };
-        self.poll_flushed(cx, target)
+        self.shared.lock().poll_flushed(cx, target)
     }
 
     fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
         if self.as_mut().poll_flush(cx)?.is_pending() {
             return Poll::Pending;
         }
-        self.poll_closed(cx)
+        self.shared.lock().poll_closed(cx)
     }
 }

@@ -4,24 +4,22 @@
 //!
 //! ```text
 //!   Events::poll_next ──┐ poll_event                ┌──────────────────────────┐
-//!   task A ─┐           ├──────── lock ───────────> │ Conn<P> + Waiters        │ <──> driver task <──> socket
+//!   task A ─┐           ├──────── lock ───────────> │ core's Shared<P>         │ <──> driver task <──> socket
 //!   task B ─┼───────────┘ try_send / send /         └──────────────────────────┘  (read, drain, flush,
 //!   task C ─┘ written / flush / close                                              timers, shutdown)
 //! ```
 
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::Waker;
 use std::time::Duration;
 
-use cleave_proto::conn::WriteOnly;
-use cleave_proto::write::Waiters;
+use cleave_proto::conn::{Shared, WriteOnly};
 use cleave_proto::{Conn, ConnConfig, Protocol, WriteQueueConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 
 use crate::drive::Clock;
-use crate::error::{ConnError, WriteError};
+use crate::error::ConnError;
 use crate::reset::Reset;
 use crate::writer::WriteHalf;
 
@@ -97,19 +95,8 @@ fn start<S, P: Protocol>(
     protocol: P,
     config: ConnConfig,
 ) -> (Events<P>, ConnHandle<P>, Driver<S, P>) {
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State {
-            conn: Conn::with_config(protocol, config, Duration::ZERO),
-            waiters: Waiters::new(),
-            driver: None,
-            events: None,
-            room: Vec::new(),
-            handles: 1,
-            events_alive: true,
-            failed: None,
-            done: false,
-        }),
-    });
+    let conn = Conn::with_config(protocol, config, Duration::ZERO);
+    let shared = Arc::new(Locked(Mutex::new(Shared::new(conn))));
     let driver = Driver {
         shared: shared.clone(),
         io,
@@ -172,71 +159,15 @@ where
     (handle, task)
 }
 
-/// What the driver, the events and the handles share, behind one lock.
-struct State<P> {
-    conn: Conn<P>,
-    /// Ticket and flush (and close) waiters, and how far the socket was
-    /// flushed.
-    waiters: Waiters<Waker>,
-    /// The driver, when it waits for a push, a close or room in the buffer.
-    driver: Option<Waker>,
-    /// The events stream, when it waits for bytes.
-    events: Option<Waker>,
-    /// Senders waiting for room.
-    room: Vec<Waker>,
-    /// Live handles.
-    handles: usize,
-    events_alive: bool,
-    /// The socket failed (reading or writing).
-    failed: Option<Arc<io::Error>>,
-    /// The driver stopped.
-    done: bool,
-}
+/// The core's [`Shared`] connection behind one lock: the driver, the
+/// events and the handles each lock it for one step.
+struct Locked<P>(Mutex<Shared<P>>);
 
-impl<P> State<P> {
-    fn wake_driver(&mut self) {
-        if let Some(driver) = self.driver.take() {
-            driver.wake();
-        }
-    }
-
-    fn wake_events(&mut self) {
-        if let Some(events) = self.events.take() {
-            events.wake();
-        }
-    }
-
-    fn wake_room(&mut self) {
-        self.room.drain(..).for_each(Waker::wake);
-    }
-
-    /// Something every waiter must see happened (the write side ended, the
-    /// driver stopped).
-    fn wake_all(&mut self) {
-        self.waiters.wake_all(Waker::wake);
-        self.wake_room();
-        self.wake_events();
-    }
-
-    fn failure(&self) -> Option<WriteError> {
-        self.failed.clone().map(WriteError::Failed)
-    }
-
-    /// The driver will not write this any more.
-    fn writing_over(&self) -> bool {
-        self.done || self.conn.write_end().is_some()
-    }
-}
-
-struct Shared<P> {
-    state: Mutex<State<P>>,
-}
-
-impl<P> Shared<P> {
-    fn lock(&self) -> MutexGuard<'_, State<P>> {
+impl<P> Locked<P> {
+    fn lock(&self) -> MutexGuard<'_, Shared<P>> {
         // A panic while the lock was held leaves the connection as it was
         // between two operations; carry on.
-        self.state
+        self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
