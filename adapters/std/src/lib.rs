@@ -152,7 +152,6 @@ mod shared;
 mod socket;
 mod stream;
 mod thread;
-mod write;
 
 pub use error::{ConnError, WriteError};
 pub use handle::WriteHandle;

@@ -8,7 +8,6 @@ use cleave_proto::{Conn, ConnConfig, Lane, Protocol, Push, Ticket};
 
 use crate::error::ConnError;
 use crate::socket::Socket;
-use crate::write::is_timeout;
 
 /// One connection over any blocking `Read` and `Write` (a `TcpStream`, a
 /// `UnixStream`, a file, a pipe), driven on the caller's thread: the
@@ -210,15 +209,13 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
     ///
     /// [`ConnError::Protocol`], as [`recv`](Self::recv).
     pub fn recv_buffered(&mut self) -> Result<Option<P::Event>, ConnError> {
-        match self.conn.poll_event() {
-            Ok(event) => Ok(event),
-            Err(e) => {
-                // The connection may have ended its side (a timeout):
-                // best effort, the error says what happened.
-                let _ = self.write_owed();
-                Err(ConnError::Protocol(e))
-            }
+        let polled = self.conn.poll_event();
+        if polled.is_err() {
+            // The connection may have ended its side (a timeout): best
+            // effort, the error says what happened.
+            let _ = self.write_owed();
         }
+        polled.map_err(ConnError::Protocol)
     }
 
     /// Ends the connection with a reset: what is queued is dropped, and
@@ -264,9 +261,7 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
             wrote = true;
         }
         if wrote {
-            writer
-                .flush()
-                .map_err(|e| fail_flush(&mut self.conn, e, self.base))?;
+            flush_only(&mut self.conn, writer, self.base)?;
         }
         self.shut()?;
         Ok(wrote)
@@ -276,24 +271,19 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
     /// [`slack`] late), or puts the caller's back when there is no
     /// deadline. The system is called only when the value must change.
     fn arm(&mut self, wait: Option<Duration>) -> io::Result<()> {
-        match (wait, self.timer.set) {
-            (Some(wait), Some(set)) if set >= wait && set - wait < slack(wait) => Ok(()),
-            (Some(wait), set) => {
-                if set.is_none() {
-                    self.timer.saved = self.io.read_timeout()?;
-                }
-                let value = wait.saturating_add(slack(wait) / 2);
-                self.io.set_read_timeout(Some(value))?;
-                self.timer.set = Some(value);
-                Ok(())
-            }
-            (None, Some(_)) => {
-                self.io.set_read_timeout(self.timer.saved)?;
-                self.timer.set = None;
-                Ok(())
-            }
-            (None, None) => Ok(()),
+        let value = match (wait, self.timer.set) {
+            (Some(wait), Some(set)) if set >= wait && set - wait < slack(wait) => return Ok(()),
+            (Some(wait), _) => Some(wait.saturating_add(slack(wait) / 2)),
+            (None, Some(_)) => None,
+            (None, None) => return Ok(()),
+        };
+        if self.timer.set.is_none() {
+            self.timer.saved = self.io.read_timeout()?;
         }
+        // No deadline: the caller's timeout, as it was.
+        self.io.set_read_timeout(value.or(self.timer.saved))?;
+        self.timer.set = value;
+        Ok(())
     }
 }
 
@@ -360,27 +350,24 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
             self.arm(deadline.map(|at| at - now))
                 .map_err(ConnError::Io)?;
             let io = &mut self.io;
-            match self
+            let read = self
                 .conn
-                .read_io(now, |spare| nothing_on_timeout(io.read(spare)))
-            {
-                Ok(Some(_)) => {}
-                Ok(None) => {
-                    // Nothing came in time: the connection waits, so its
-                    // buffers give back what they do not need.
-                    self.conn.release_idle();
-                    self.conn.handle_timeout(self.now());
-                    if let Some(event) = self.recv_buffered()? {
-                        return Ok(Some(event));
-                    }
-                    if deadline.is_none() {
-                        return Err(ConnError::TimedOut);
-                    }
-                    // Woken before the deadline (a timer may fire a tick
-                    // early): read on.
-                }
-                Err(e) => return Err(e),
+                .read_io(now, |spare| nothing_on_timeout(io.read(spare)));
+            if read?.is_some() {
+                continue;
             }
+            // Nothing came in time: the connection waits, so its buffers
+            // give back what they do not need.
+            self.conn.release_idle();
+            self.conn.handle_timeout(self.now());
+            if let Some(event) = self.recv_buffered()? {
+                return Ok(Some(event));
+            }
+            if deadline.is_none() {
+                return Err(ConnError::TimedOut);
+            }
+            // Woken before the deadline (a timer may fire a tick early):
+            // read on.
         }
     }
 }
@@ -460,11 +447,12 @@ fn write_once<P: Protocol, W: Write + ?Sized>(
     written?.ok_or(ConnError::TimedOut)
 }
 
-/// A read or write timeout (`WouldBlock` on Unix, `TimedOut` elsewhere)
-/// is "nothing now" to the core.
-fn nothing_on_timeout(done: io::Result<usize>) -> io::Result<Option<usize>> {
+/// A read or write timeout (`WouldBlock` on Unix, and from a non-blocking
+/// socket; `TimedOut` elsewhere) is "nothing now" to the core.
+fn nothing_on_timeout<T>(done: io::Result<T>) -> io::Result<Option<T>> {
+    use io::ErrorKind::{TimedOut, WouldBlock};
     match done {
-        Err(e) if is_timeout(&e) => Ok(None),
+        Err(e) if matches!(e.kind(), WouldBlock | TimedOut) => Ok(None),
         done => done.map(Some),
     }
 }
@@ -476,15 +464,17 @@ fn flush_into<P: Protocol, W: Write + ?Sized>(
     base: Instant,
 ) -> Result<(), ConnError> {
     while write_once(conn, io, base)? > 0 {}
-    io.flush().map_err(|e| fail_flush(conn, e, base))
+    flush_only(conn, io, base)
 }
 
-/// A flush that timed out is not final; any other failure is, and the
+/// Flushes `io` (see [`Conn::flush_io`]): a flush that timed out is
+/// [`ConnError::TimedOut`], not final; any other failure is, and the
 /// connection drops what is queued.
-fn fail_flush<P: Protocol>(conn: &mut Conn<P>, e: io::Error, base: Instant) -> ConnError {
-    if is_timeout(&e) {
-        return ConnError::TimedOut;
-    }
-    conn.handle_write_error(base.elapsed());
-    ConnError::Io(e)
+fn flush_only<P: Protocol, W: Write + ?Sized>(
+    conn: &mut Conn<P>,
+    io: &mut W,
+    base: Instant,
+) -> Result<(), ConnError> {
+    let flushed = conn.flush_io(base.elapsed(), || nothing_on_timeout(io.flush()))?;
+    flushed.then_some(()).ok_or(ConnError::TimedOut)
 }

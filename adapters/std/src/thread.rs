@@ -5,13 +5,12 @@ use std::io::{self, Write};
 use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
 
-use cleave_proto::conn::SLICES;
+use cleave_proto::conn::{write_chunks, SLICES};
 use cleave_proto::{Bytes, Marks, WriteQueueConfig};
 
 use crate::handle::WriteHandle;
 use crate::shared::Inner;
 use crate::socket::Socket;
-use crate::write::write_chunks;
 
 /// Starts a thread that writes into `io` what the returned handle (and its
 /// clones) push, and returns the handle and the thread.
@@ -139,7 +138,10 @@ fn run<W: Write + Socket>(mut io: W, inner: &Inner) -> io::Result<()> {
         };
         match job {
             Job::Write => {
-                let written = write_chunks(&mut io, &chunks);
+                // A writer that takes nothing fails (`WriteZero`); one that
+                // has nothing now (`Ok(None)`) cannot: it blocks.
+                let written = write_chunks(&chunks, |slices| io.write_vectored(slices).map(Some))
+                    .map(Option::unwrap_or_default);
                 chunks.clear();
                 let mut shared = inner.lock();
                 let advanced = written.and_then(|n| {

@@ -11,9 +11,9 @@ use cleave_proto::conn::Framed;
 use cleave_proto::write::Push;
 use cleave_proto::{Conn, ConnConfig, Decoder, NoFrames, NoSwitch, Protocol, Session, Ticket};
 use futures_core::Stream;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::drive::{poll_turn, poll_write, Clock, Turn};
+use crate::drive::{poll_flush, poll_turn, poll_write, Clock, Turn};
 use crate::error::ConnError;
 use crate::reset::Reset;
 
@@ -212,7 +212,8 @@ where
     pub async fn flush(&mut self) -> Result<(), ConnError> {
         poll_fn(|cx| self.poll_drain(cx)).await?;
         self.conn.check_written()?;
-        self.io.flush().await?;
+        let now = self.clock.now();
+        poll_fn(|cx| poll_flush(&mut self.io, &mut self.conn, now, cx)).await?;
         self.conn.release_idle();
         Ok(())
     }

@@ -179,6 +179,29 @@ where
     Poll::Ready(Ok(()))
 }
 
+/// Flushes `io` (see [`Conn::flush_io`]): `Ready` once flushed.
+///
+/// # Errors
+///
+/// What the writer says; writing failed then (the core drops what is
+/// queued).
+pub(crate) fn poll_flush<W, P>(
+    io: &mut W,
+    conn: &mut Conn<P>,
+    now: Duration,
+    cx: &mut Context<'_>,
+) -> Poll<Result<(), cleave_proto::ConnError>>
+where
+    W: AsyncWrite + Unpin,
+    P: Protocol,
+{
+    match conn.flush_io(now, || ready_or_none(Pin::new(&mut *io).poll_flush(cx))) {
+        Ok(true) => Poll::Ready(Ok(())),
+        Ok(false) => Poll::Pending,
+        Err(e) => Poll::Ready(Err(e)),
+    }
+}
+
 /// What a read into the stack takes when the buffer holds no block: a
 /// request head, a line, a small message.
 const STACK_READ: usize = 2048;

@@ -239,3 +239,70 @@ async fn close_after_a_reset_dropped_the_queue_is_not_ok() {
     .await
     .expect("stuck");
 }
+
+/// A socket whose flush fails once, then would succeed.
+#[derive(Default)]
+struct FlushFailsOnce {
+    failed: bool,
+    written: Vec<u8>,
+}
+
+impl AsyncRead for FlushFailsOnce {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        _: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Poll::Pending
+    }
+}
+
+impl AsyncWrite for FlushFailsOnce {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().written.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.failed {
+            return Poll::Ready(Ok(()));
+        }
+        this.failed = true;
+        Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Reset for FlushFailsOnce {
+    fn reset_on_close(&self) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+/// A failed flush is final, as a failed write is (and as the spawned
+/// driver and cleave-std treat it): the next flush does not report the
+/// bytes queued since as delivered.
+#[tokio::test]
+async fn a_failed_flush_is_final() {
+    let mut conn = FrameReader::new(FlushFailsOnce::default(), Lines::new());
+    conn.send(Bytes::from_static(b"one\n")).await.unwrap();
+    let first = conn.flush().await.unwrap_err();
+    assert!(matches!(&first, ConnError::Io(e) if e.kind() == io::ErrorKind::ConnectionReset));
+    assert!(conn.conn().is_write_failed());
+    let again = conn.send(Bytes::from_static(b"two\n")).await;
+    assert!(
+        again.is_err(),
+        "the queue takes nothing after a failure: {again:?}"
+    );
+    let second = conn.flush().await.unwrap_err();
+    assert!(matches!(&second, ConnError::Io(e) if e.kind() == io::ErrorKind::BrokenPipe));
+    assert_eq!(conn.get_ref().written, b"one\n");
+}

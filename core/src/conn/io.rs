@@ -13,6 +13,8 @@
 use core::time::Duration;
 use std::io::{self, IoSlice};
 
+use bytes::Bytes;
+
 use super::{Conn, Protocol, SLICES};
 use crate::driver::ConnError;
 use crate::write::{Push, Ticket};
@@ -97,29 +99,51 @@ impl<P: Protocol> Conn<P> {
     pub fn write_io(
         &mut self,
         now: Duration,
-        mut write: impl FnMut(&[IoSlice<'_>]) -> io::Result<Option<usize>>,
+        write: impl FnMut(&[IoSlice<'_>]) -> io::Result<Option<usize>>,
     ) -> Result<Option<usize>, ConnError> {
+        let outcome = {
+            let mut slices = [IoSlice::new(&[]); SLICES];
+            let n = self.poll_transmit(&mut slices);
+            if n == 0 {
+                return Ok(Some(0));
+            }
+            write_slices(&slices[..n], write)
+        };
+        match outcome {
+            Ok(Some(n)) => {
+                self.handle_written(n, now)?;
+                Ok(Some(n))
+            }
+            Ok(None) => {
+                self.tick(now);
+                Ok(None)
+            }
+            Err(e) => {
+                self.handle_write_error(now);
+                Err(ConnError::Io(e))
+            }
+        }
+    }
+
+    /// Flushes the writer with `flush` (called again when a signal
+    /// interrupts it) and handles the outcome as a write's: `Ok(true)`
+    /// flushed; `Ok(false)` `flush` had nothing now (a blocking writer's
+    /// timeout, a `Pending` poll), nothing is lost; `Err(ConnError::Io)`
+    /// the writer failed, and writing failed with it
+    /// ([`handle_write_error`](Self::handle_write_error)): what is queued
+    /// is dropped.
+    ///
+    /// # Errors
+    ///
+    /// As above.
+    pub fn flush_io(
+        &mut self,
+        now: Duration,
+        mut flush: impl FnMut() -> io::Result<Option<()>>,
+    ) -> Result<bool, ConnError> {
         loop {
-            let outcome = {
-                let mut slices = [IoSlice::new(&[]); SLICES];
-                let n = self.poll_transmit(&mut slices);
-                if n == 0 {
-                    return Ok(Some(0));
-                }
-                match write(&slices[..n]) {
-                    Ok(Some(0)) => Err(io::ErrorKind::WriteZero.into()),
-                    outcome => outcome,
-                }
-            };
-            match outcome {
-                Ok(Some(n)) => {
-                    self.handle_written(n, now)?;
-                    return Ok(Some(n));
-                }
-                Ok(None) => {
-                    self.tick(now);
-                    return Ok(None);
-                }
+            match flush() {
+                Ok(done) => return Ok(done.is_some()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.handle_write_error(now);
@@ -174,6 +198,57 @@ impl<P: Protocol> Conn<P> {
         match self.error() {
             Some(e) => ConnError::Protocol(e.clone()),
             None => ConnError::Io(io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+}
+
+/// One vectored write of `chunks` with `write`, by the rules of
+/// [`Conn::write_io`], for a writer that writes away from its queue: the
+/// chunks are owned views the queue handed out
+/// ([`WriteQueue::chunks_owned`](crate::WriteQueue::chunks_owned)), and the
+/// count goes back to its `advance`. `write` is called again when a
+/// signal interrupts it, and a write that takes nothing of a non-empty
+/// one is `WriteZero`. At most [`SLICES`] chunks are offered.
+///
+/// ```
+/// use cleave_proto::conn::write_chunks;
+/// use cleave_proto::Bytes;
+/// use std::io::Write;
+///
+/// let chunks = [Bytes::from_static(b"hello "), Bytes::from_static(b"world")];
+/// let mut out = Vec::new();
+/// let n = write_chunks(&chunks, |slices| out.write_vectored(slices).map(Some))?;
+/// assert_eq!((n, &out[..]), (Some(11), &b"hello world"[..]));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// What `write` says, `WriteZero` as above.
+pub fn write_chunks(
+    chunks: &[Bytes],
+    write: impl FnMut(&[IoSlice<'_>]) -> io::Result<Option<usize>>,
+) -> io::Result<Option<usize>> {
+    let mut slices = [IoSlice::new(&[]); SLICES];
+    let n = chunks.len().min(SLICES);
+    for (slice, chunk) in slices.iter_mut().zip(chunks) {
+        *slice = IoSlice::new(chunk);
+    }
+    write_slices(&slices[..n], write)
+}
+
+/// The one rule for a write: retried when interrupted; nothing taken of a
+/// non-empty write is `WriteZero`.
+fn write_slices(
+    slices: &[IoSlice<'_>],
+    mut write: impl FnMut(&[IoSlice<'_>]) -> io::Result<Option<usize>>,
+) -> io::Result<Option<usize>> {
+    let empty = slices.iter().all(|s| s.is_empty());
+    loop {
+        match write(slices) {
+            Ok(Some(0)) if !empty => return Err(io::ErrorKind::WriteZero.into()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            done => return done,
         }
     }
 }

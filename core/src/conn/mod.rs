@@ -33,6 +33,8 @@ use crate::error::Error;
 use crate::recv_buf::RecvBuf;
 use crate::write::{Progress, WriteQueue};
 
+#[cfg(feature = "std")]
+pub use io::write_chunks;
 pub use protocol::{Close, Phase, Protocol, Wire};
 #[cfg(feature = "std")]
 pub use shared::{Shared, TurnStart};
