@@ -64,6 +64,7 @@ impl<P: Protocol> Conn<P> {
     /// It comes back when the lane is full (write, then push again) or the
     /// queue is closed.
     #[allow(clippy::result_large_err)] // a frame comes back by value
+    #[inline]
     pub fn push<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
         item.push_into(&mut self.send, Lane::Bulk)
     }
@@ -75,6 +76,7 @@ impl<P: Protocol> Conn<P> {
     ///
     /// As [`push`](Self::push), against the urgent lane's limits.
     #[allow(clippy::result_large_err)] // a frame comes back by value
+    #[inline]
     pub fn push_urgent<I: Push>(&mut self, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
         item.push_into(&mut self.send, Lane::Urgent)
     }

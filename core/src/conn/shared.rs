@@ -134,6 +134,7 @@ impl<P> Shared<P> {
     ///
     /// It comes back when the lane is full or the queue closed.
     #[allow(clippy::result_large_err)] // a frame comes back by value
+    #[inline]
     pub fn push<I: Push>(&mut self, lane: Lane, item: I) -> Result<Ticket, Rejected<I, Refusal>> {
         let ticket = self.conn.queue_mut().push_to(lane, item)?;
         self.wake_driver();

@@ -44,7 +44,9 @@ pub trait Push: Sized {
 }
 
 impl Push for Bytes {
-    #[inline]
+    // Always: the lane is a constant at most call sites, and a push of
+    // 16 KiB items measured 10% more instructions when it was not inlined.
+    #[inline(always)]
     fn push_into(
         self,
         queue: &mut WriteQueue,
@@ -62,7 +64,7 @@ impl Push for Bytes {
 }
 
 impl Push for Frame {
-    #[inline]
+    #[inline(always)]
     fn push_into(
         self,
         queue: &mut WriteQueue,

@@ -376,6 +376,7 @@ impl WriteQueue {
     ///
     /// As [`push`](Self::push).
     #[allow(clippy::result_large_err)] // a frame comes back by value
+    #[inline]
     pub fn push_to<I: crate::write::Push>(
         &mut self,
         lane: Lane,
