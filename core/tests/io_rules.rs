@@ -99,3 +99,43 @@ fn a_failed_flush_fails_writing_and_an_interrupted_one_is_retried() {
         matches!(conn.check_written(), Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe)
     );
 }
+
+#[test]
+fn the_first_socket_failure_is_kept_and_survives_a_switch() {
+    let now = Duration::ZERO;
+    let mut conn = Conn::new(Framed::new(Lines::new()), now);
+    assert_eq!(conn.io_error(), None);
+    // A read timeout and an interrupted read are not failures.
+    assert!(matches!(conn.read_io(now, |_| Ok(None)), Ok(None)));
+    let mut interrupted = true;
+    let read = conn.read_io(now, |spare| {
+        if std::mem::take(&mut interrupted) {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        spare[..3].copy_from_slice(b"on\n");
+        Ok(Some(3))
+    });
+    assert!(matches!(read, Ok(Some(3))));
+    assert_eq!(conn.io_error(), None);
+
+    let failed = conn.read_io(now, |_| Err(io::ErrorKind::ConnectionReset.into()));
+    assert!(matches!(failed, Err(ConnError::Io(_))));
+    assert_eq!(conn.io_error(), Some(io::ErrorKind::ConnectionReset));
+    // Later failures do not replace the first.
+    conn.push(Bytes::from_static(b"x\n")).unwrap();
+    let _ = conn.write_io(now, |_| Err(io::ErrorKind::BrokenPipe.into()));
+    assert_eq!(conn.io_error(), Some(io::ErrorKind::ConnectionReset));
+    let conn = conn.switch(|_| Framed::new(Lines::new()));
+    assert_eq!(conn.io_error(), Some(io::ErrorKind::ConnectionReset));
+}
+
+#[test]
+fn a_refused_fin_is_recorded_as_the_socket_failure() {
+    let now = Duration::ZERO;
+    let mut conn = Conn::new(Framed::new(Lines::new()), now);
+    conn.close();
+    let shut = conn.shutdown_io(|_| Err(io::ErrorKind::NotConnected.into()));
+    assert!(matches!(shut, Err(ConnError::Io(e)) if e.kind() == io::ErrorKind::NotConnected));
+    assert_eq!(conn.io_error(), Some(io::ErrorKind::NotConnected));
+    assert!(conn.is_write_failed());
+}

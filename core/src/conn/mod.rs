@@ -186,6 +186,10 @@ pub struct Conn<P> {
     /// The protocol's last frame, queued at the next write, then the
     /// write side closes ([`Wire::farewell`]).
     farewell: Option<Box<Frame>>,
+    /// What the socket said when reading, writing or flushing failed
+    /// (feature `std`; see [`io_error`](Self::io_error)).
+    #[cfg(feature = "std")]
+    io_error: Option<std::io::ErrorKind>,
 }
 
 impl<P: Protocol> Conn<P> {
@@ -235,6 +239,8 @@ impl<P: Protocol> Conn<P> {
             paused: false,
             spent: false,
             farewell: None,
+            #[cfg(feature = "std")]
+            io_error: None,
         }
     }
 
