@@ -1,6 +1,6 @@
 //! `RecvBuf`: a model-checked sequence of operations, limits, memory.
 
-use cleave_proto::{Bytes, Error, Limit, Misuse, RecvBuf, RecvBufConfig};
+use cleave_proto::{Bytes, BytesMut, Error, Limit, Misuse, RecvBuf, RecvBufConfig};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -319,4 +319,57 @@ fn steady_reads_reuse_one_block() {
         drop(buf.split_to(100).unwrap());
     }
     assert!(blocks.len() <= 2, "{} blocks", blocks.len());
+}
+
+/// No limit and a reserve no allocator can give: a feed takes what came
+/// (no panic, no abort), and a read asks for a reserve that cannot be had,
+/// which is a typed configuration error, not a "capacity overflow" panic.
+#[test]
+fn an_unallocatable_reserve_with_no_limit_is_a_typed_error_not_a_panic() {
+    let config = RecvBufConfig::default()
+        .max_buffered(usize::MAX)
+        .unwrap()
+        .read_reserve(usize::MAX)
+        .unwrap();
+    let mut buf = RecvBuf::with_config(config);
+    buf.feed(b"abc").unwrap();
+    assert_eq!(buf.peek(), b"abc");
+    assert!(buf.capacity() >= 3);
+    let e = buf.spare_mut().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Misuse(Misuse::InvalidConfig {
+                setting: "read_reserve",
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    // Nothing was lost, and the buffer still works.
+    buf.feed(b"def").unwrap();
+    assert_eq!(buf.peek(), b"abcdef");
+    let mut fresh = RecvBuf::with_config(config);
+    assert!(fresh.spare_mut().is_err());
+    fresh.feed(b"x").unwrap();
+    assert_eq!(fresh.peek(), b"x");
+}
+
+/// A buffer lent back at a position refuses what is over the limit with
+/// the offset counted from the stream's start, as its doc says.
+#[test]
+fn a_lent_buffer_over_the_limit_is_refused_at_its_stream_offset() {
+    let mut first = RecvBuf::new();
+    first.feed(b"0123456789").unwrap();
+    first.advance(10).unwrap();
+    let position = first.position();
+    let config = RecvBufConfig::default().max_buffered(4).unwrap();
+    let rejected = RecvBuf::from_buffer_at(BytesMut::from(&b"abcdefgh"[..]), position, config)
+        .expect_err("over the limit");
+    assert_eq!(rejected.error().offset(), Some(10));
+    assert_eq!(
+        &rejected.into_parts().1[..],
+        b"abcdefgh",
+        "the bytes come back"
+    );
 }

@@ -1,5 +1,6 @@
 //! [`RecvBuf`], the owned receive state of one connection.
 
+use alloc::vec::Vec;
 use bytes::{Buf, Bytes, BytesMut};
 use core::fmt;
 
@@ -242,7 +243,10 @@ impl RecvBuf {
         position: Position,
         config: RecvBufConfig,
     ) -> Result<Self, Rejected<BytesMut>> {
-        let mut buf = Self::from_buffer(buffer, config)?;
+        let mut buf = Self::from_buffer(buffer, config).map_err(|rejected| {
+            let (error, buffer) = rejected.into_parts();
+            Rejected::new(error.shifted(position.offset), buffer)
+        })?;
         buf.offset = position.offset;
         buf.stream = position.stream;
         Ok(buf)
@@ -340,15 +344,15 @@ impl RecvBuf {
         let end = self.filled + data.len();
         if self.buf.len() == self.filled {
             // No spare region: the common case.
-            if self.buf.capacity() < end {
-                self.make_room(data.len(), data.len());
+            if self.buf.capacity() < end && !self.make_room(data.len(), data.len()) {
+                return Err(self.over_limit(end as u64));
             }
             self.buf.extend_from_slice(data);
         } else if end <= self.buf.len() {
             self.buf[self.filled..end].copy_from_slice(data);
         } else {
-            if self.buf.capacity() < end {
-                self.make_room(data.len(), data.len());
+            if self.buf.capacity() < end && !self.make_room(data.len(), data.len()) {
+                return Err(self.over_limit(end as u64));
             }
             self.buf.truncate(self.filled);
             self.buf.extend_from_slice(data);
@@ -377,7 +381,14 @@ impl RecvBuf {
             return Err(self.over_limit(self.filled as u64 + 1));
         }
         if self.buf.len() - self.filled < want {
-            self.make_room(want, want.div_ceil(2));
+            if !self.make_room(want, want.div_ceil(2)) {
+                let reserve = self.config.read_reserve as u64;
+                return Err(Error::invalid_config(
+                    "read_reserve",
+                    reserve,
+                    "a block the allocator can give (set max_buffered, or a smaller reserve)",
+                ));
+            }
             let end = self.filled + want.min(self.buf.capacity() - self.filled);
             if self.buf.len() < end {
                 self.buf.resize(end, 0);
@@ -588,10 +599,15 @@ impl RecvBuf {
     /// frames split from it are gone and it is not much larger than needed
     /// (a block a huge frame left is dropped). Small feeds so share one
     /// block instead of allocating each time.
+    ///
+    /// The allocation is fallible: a block the allocator cannot give (a
+    /// reserve of `usize::MAX` with no buffer limit) falls back to what is
+    /// needed now (`at_least`), and if even that cannot be had, `false`:
+    /// nothing changed, and the caller reports it; never a panic.
     #[cold]
-    fn make_room(&mut self, want: usize, at_least: usize) {
+    fn make_room(&mut self, want: usize, at_least: usize) -> bool {
         if self.buf.capacity() - self.filled >= at_least {
-            return;
+            return true;
         }
         self.buf.truncate(self.filled);
         let grow = want
@@ -599,22 +615,52 @@ impl RecvBuf {
             .max(self.filled)
             .min(self.remaining())
             .max(want);
-        let need = self.filled + grow;
+        let need = self.filled.saturating_add(grow);
         let keep_limit = need.max(self.config.idle_capacity).saturating_mul(2);
         let reused = (self.buf.try_reclaim(want) || self.buf.try_reclaim(at_least))
             && self.buf.capacity() <= keep_limit;
         if !reused {
-            let mut fresh = BytesMut::with_capacity(need);
+            let Some(mut fresh) = block(need).or_else(|| block(self.filled + at_least)) else {
+                return false;
+            };
             fresh.extend_from_slice(&self.buf);
             self.buf = fresh;
         }
         self.block = self.buf.capacity();
+        true
     }
 }
+
+/// An empty block of `capacity` bytes, or `None` when the allocator cannot
+/// give it (no panic, no abort). Blocks up to [`LARGE_BLOCK`] are taken
+/// as usual (when those fail, the whole program is out of memory); a
+/// larger one is asked for fallibly, since a configuration (a huge
+/// reserve, no limit) can ask for more than any allocator gives. Its extra
+/// step (a `Vec`, then `Bytes`, then `BytesMut` over the same memory: one
+/// small allocation more) is noise beside a block that size.
+fn block(capacity: usize) -> Option<BytesMut> {
+    if capacity <= LARGE_BLOCK {
+        return Some(BytesMut::with_capacity(capacity));
+    }
+    let mut vec = Vec::new();
+    vec.try_reserve_exact(capacity).ok()?;
+    Some(BytesMut::from(Bytes::from(vec)))
+}
+
+/// See [`block`].
+const LARGE_BLOCK: usize = 1 << 20;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_block_is_asked_for_fallibly_and_keeps_its_capacity() {
+        let large = block(LARGE_BLOCK + 1).unwrap();
+        assert!(large.capacity() > LARGE_BLOCK);
+        assert!(block(usize::MAX).is_none());
+        assert!(block(isize::MAX as usize).is_none());
+    }
 
     #[test]
     fn spare_region_is_reused_without_zeroing_twice() {
