@@ -82,10 +82,12 @@ pub use config::{
 /// - It grows only with what arrives, never past `max_buffered`: by one
 ///   [`read_reserve`](RecvBufConfig::read_reserve), or by as much as it
 ///   already holds once that is more, so a frame that arrives in many reads
-///   is copied a bounded number of times per byte, not once per read. It
-///   holds at most twice what is buffered plus one read reserve (a reused
-///   block may be up to twice the `idle_capacity`); nothing a peer declares
-///   makes it reserve anything.
+///   is copied a bounded number of times per byte, not once per read. Its
+///   block is at most twice the larger of the `idle_capacity` and twice the
+///   most it has held plus one read reserve (the proptests check this after
+///   every operation): a block stays while part of it is in use, so it can
+///   be larger than what is buffered now. Nothing a peer declares makes it
+///   reserve anything.
 /// - When it empties it gives back a block above twice the
 ///   [`idle_capacity`](RecvBufConfig::idle_capacity) (the largest it would
 ///   reuse), so one huge frame does not pin its memory for ever; the
