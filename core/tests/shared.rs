@@ -258,3 +258,50 @@ fn an_abandoned_driver_fails_every_waiter() {
         Poll::Ready(Err(WriteError::Failed(_)))
     ));
 }
+
+/// A sender re-polled while the lane stays full (a `select!` loop, a
+/// spurious wake-up) waits once: it is registered, and woken, once.
+#[test]
+fn a_sender_polled_again_is_registered_once() {
+    let mut shared = lines(8);
+    shared
+        .push(Lane::Bulk, Bytes::from_static(b"1234567\n"))
+        .unwrap();
+    let (sender, waker) = task();
+    let cx = Context::from_waker(&waker);
+    let mut slot = Some(Bytes::from_static(b"more\n"));
+    for _ in 0..1_000 {
+        assert!(shared.poll_push(&cx, &mut slot).is_pending());
+    }
+    let mut out = Vec::new();
+    write_turn(&mut shared, 64, &mut out);
+    assert_eq!(woken(&sender), 1);
+}
+
+/// A close from a handle wakes the senders waiting for room (none will
+/// come), and a flush asked for after a failure fails.
+#[test]
+fn a_close_wakes_the_senders_and_a_flush_after_a_failure_fails() {
+    let mut shared = lines(8);
+    shared
+        .push(Lane::Bulk, Bytes::from_static(b"1234567\n"))
+        .unwrap();
+    let (sender, waker) = task();
+    let mut slot = Some(Bytes::from_static(b"more\n"));
+    assert!(shared
+        .poll_push(&Context::from_waker(&waker), &mut slot)
+        .is_pending());
+    let (_, close_waker) = task();
+    assert!(shared
+        .poll_closed(&Context::from_waker(&close_waker))
+        .is_pending());
+    assert_eq!(woken(&sender), 1);
+    assert!(matches!(
+        shared.poll_push(&Context::from_waker(&waker), &mut slot),
+        Poll::Ready(Err(_))
+    ));
+
+    assert!(shared.flush_target().is_ok());
+    let _ = shared.fail(io::ErrorKind::ConnectionReset.into(), NOW);
+    assert!(matches!(shared.flush_target(), Err(WriteError::Failed(_))));
+}

@@ -236,18 +236,22 @@ impl WriteHandle {
     /// The writer's failure.
     pub fn flush(&self) -> Result<(), WriteError> {
         let mut shared = self.inner.lock();
+        // A failure dropped what was pushed: it will never be written.
+        if let (true, Some(e)) = (shared.lost, &shared.failed) {
+            return Err(e.clone());
+        }
         let target = shared.queue.end_marks();
         if !shared.flushes.flushed().covers(target) {
             shared.flushes.wait_flush(target, (), |_, _| true);
             self.inner.wake_writer(&mut shared);
         }
         loop {
-            // After a failure, what was pushed may have been dropped.
-            if let Some(e) = &shared.failed {
-                return Err(e.clone());
-            }
+            // Done is done, whatever failed since.
             if shared.flushes.flushed().covers(target) {
                 return Ok(());
+            }
+            if let Some(e) = &shared.failed {
+                return Err(e.clone());
             }
             if shared.done {
                 return Err(WriteError::Closed);
@@ -269,7 +273,11 @@ impl WriteHandle {
     /// The writer's failure.
     pub fn close(&self) -> Result<(), WriteError> {
         let mut shared = self.inner.lock();
-        shared.queue.close();
+        if !shared.queue.is_closed() {
+            shared.queue.close();
+            // Senders waiting for room learn that none will come.
+            self.inner.wake_waiters(&shared);
+        }
         self.inner.wake_writer(&mut shared);
         loop {
             if let Some(e) = &shared.failed {

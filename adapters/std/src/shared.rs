@@ -25,6 +25,8 @@ pub(crate) struct Shared {
     /// Live handles; the last one to go closes the queue.
     pub(crate) handles: usize,
     pub(crate) failed: Option<WriteError>,
+    /// The failure dropped bytes before they were written and flushed.
+    pub(crate) lost: bool,
     /// The writer thread has ended.
     pub(crate) done: bool,
 }
@@ -54,6 +56,7 @@ impl Inner {
                 waiting: 0,
                 handles: 1,
                 failed: None,
+                lost: false,
                 done: false,
             }),
             work: Condvar::new(),
@@ -143,6 +146,7 @@ impl Inner {
         let kind = e.kind();
         let e = Arc::new(e);
         shared.failed = Some(WriteError::Failed(e.clone()));
+        shared.lost |= !shared.queue.is_empty() || shared.flushes.flushed() != shared.queue.marks();
         shared.queue.abort();
         self.end(shared);
         io::Error::new(kind, e)

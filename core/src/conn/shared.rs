@@ -61,6 +61,8 @@ pub struct Shared<P> {
     events_alive: bool,
     /// The socket failed (reading or writing).
     failed: Option<Arc<io::Error>>,
+    /// A failure dropped bytes before they were written and flushed.
+    lost: bool,
     /// The driver stopped.
     done: bool,
 }
@@ -87,6 +89,7 @@ impl<P> Shared<P> {
             handles: 1,
             events_alive: true,
             failed: None,
+            lost: false,
             done: false,
         }
     }
@@ -164,8 +167,18 @@ impl<P> Shared<P> {
             let e = io::Error::other("the connection's driver task ended before it finished");
             self.failed = Some(Arc::new(e));
             self.done = true;
+            // Nothing will write what is queued, or what a push would add.
+            self.note_loss();
+            self.conn.queue_mut().abort();
             self.wake_all();
         }
+    }
+
+    /// The queue is about to be dropped: whether that loses bytes not yet
+    /// written and flushed.
+    fn note_loss(&mut self) {
+        let queue = self.conn.queue();
+        self.lost |= !queue.is_empty() || self.waiters.flushed() != queue.marks();
     }
 
     fn wake_driver(&mut self) {
@@ -278,7 +291,10 @@ impl<P: Protocol> Shared<P> {
             Ok(Ok(ticket)) => Poll::Ready(Ok(ticket)),
             Ok(Err(item)) => {
                 *slot = Some(item);
-                self.room.push(cx.waker().clone());
+                // Once per sender, however often it is polled.
+                if !self.room.iter().any(|w| w.will_wake(cx.waker())) {
+                    self.room.push(cx.waker().clone());
+                }
                 Poll::Pending
             }
             Err(rejected) => Poll::Ready(Err(rejected)),
@@ -309,8 +325,26 @@ impl<P: Protocol> Shared<P> {
         Poll::Pending
     }
 
-    /// `Ready(Ok)` once everything up to `target` (the queue's
-    /// [`end_marks`](crate::WriteQueue::end_marks) when the flush began)
+    /// Where a flush asked for now must get to: everything queued so far
+    /// ([`end_marks`](crate::WriteQueue::end_marks)).
+    ///
+    /// # Errors
+    ///
+    /// Once bytes were dropped before they were written and flushed (the
+    /// socket failed: its error; a reset: [`WriteError::Closed`]), they
+    /// never will be: a flush asked for after that fails. A failure that
+    /// dropped nothing (a read that failed after everything went out) does
+    /// not fail it; and one asked for before is answered by
+    /// [`poll_flushed`](Self::poll_flushed): done is done.
+    pub fn flush_target(&self) -> Result<Marks, WriteError> {
+        if self.lost || self.conn.is_queue_dropped() {
+            return Err(self.failure().unwrap_or(WriteError::Closed));
+        }
+        Ok(self.conn.queue().end_marks())
+    }
+
+    /// `Ready(Ok)` once everything up to `target` (the
+    /// [`flush_target`](Self::flush_target) when the flush began)
     /// is written and the socket flushed; done is done, whatever failed
     /// since.
     ///
@@ -343,7 +377,11 @@ impl<P: Protocol> Shared<P> {
     /// The socket's failure, or [`WriteError::Closed`] when the write side
     /// ended otherwise (a reset: what was queued was dropped).
     pub fn poll_closed(&mut self, cx: &Context<'_>) -> Poll<Result<(), WriteError>> {
-        self.conn.close();
+        if !self.conn.queue().is_closed() {
+            self.conn.close();
+            // Senders waiting for room learn that none will come.
+            self.wake_room();
+        }
         if self.conn.write_end() == Some(Shutdown::Write) {
             return Poll::Ready(Ok(()));
         }
@@ -448,6 +486,7 @@ impl<P: Protocol> Shared<P> {
         let kind = e.kind();
         let e = Arc::new(e);
         self.failed = Some(e.clone());
+        self.note_loss();
         self.conn.handle_write_error(now);
         self.conn.handle_read_error(now);
         self.done = true;

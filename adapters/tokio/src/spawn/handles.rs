@@ -169,17 +169,21 @@ impl<P: Protocol> ConnHandle<P> {
         poll_fn(|cx| self.poll_push(cx, &mut slot)).await
     }
 
-    /// Sends the sink's kept item, if any.
+    /// Sends the sink's kept item, if any. It stays in the handle while it
+    /// waits for room: a flush or close cancelled meanwhile loses nothing.
     async fn send_pending(&self) -> Result<(), WriteError> {
-        let pending = self
-            .pending
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
-        if let Some(bytes) = pending {
-            self.send(bytes).await.map_err(|r| r.into_parts().0)?;
-        }
-        Ok(())
+        poll_fn(|cx| {
+            let mut pending = self
+                .pending
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if pending.is_none() {
+                return Poll::Ready(Ok(()));
+            }
+            let pushed = self.shared.lock().poll_push(cx, &mut pending);
+            pushed.map(|done| done.map(drop).map_err(|rejected| rejected.into_parts().0))
+        })
+        .await
     }
 
     /// Pushes the item in `slot` into the bulk lane, or keeps it there and
@@ -215,7 +219,7 @@ impl<P: Protocol> ConnHandle<P> {
     /// ended without writing it.
     pub async fn flush(&self) -> Result<(), WriteError> {
         self.send_pending().await?;
-        let target = self.shared.lock().conn().queue().end_marks();
+        let target = self.shared.lock().flush_target()?;
         poll_fn(|cx| self.shared.lock().poll_flushed(cx, target)).await
     }
 
