@@ -44,6 +44,11 @@ use crate::{Refusal, Rejected};
 /// When the events stream and every handle are gone the write side
 /// closes cleanly; if the connection failed by then and still holds bytes
 /// a peer may never read, the close is a reset instead.
+///
+/// Everything here runs under the adapter's lock, the protocol's
+/// `poll_event` and the wakers' `wake` included: a protocol must not call
+/// back into a handle of its own connection, and a waker must not poll its
+/// task inline (tokio's, like most executors', only schedules it).
 #[derive(Debug)]
 pub struct Shared<P> {
     conn: Conn<P>,
