@@ -105,6 +105,9 @@ pub struct Stream<S, P> {
     /// When the connection started: `now` is the time since.
     base: Instant,
     timer: Timer,
+    /// `recv` failed with this kind (reading, or writing a reply): it
+    /// says so again, once the events already buffered are out.
+    failed: Option<io::ErrorKind>,
 }
 
 /// The read timeout `recv` set for the connection's deadline.
@@ -139,6 +142,7 @@ impl<S, P: Protocol> Stream<S, P> {
             conn: Conn::with_config(protocol, config, Duration::ZERO),
             base: Instant::now(),
             timer: Timer::default(),
+            failed: None,
         }
     }
 
@@ -180,6 +184,7 @@ impl<S, P: Protocol> Stream<S, P> {
             conn: self.conn.switch(next),
             base: self.base,
             timer: self.timer,
+            failed: self.failed,
         }
     }
 }
@@ -229,10 +234,11 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
     /// Does what [`Conn::poll_shutdown`] asks.
     fn shut(&mut self) -> Result<(), ConnError> {
         let io = &mut self.io;
-        self.conn.shutdown_io(|how| match how {
+        let done = self.conn.shutdown_with(|how| match how {
             Shutdown::Write => io.shutdown_write(),
             Shutdown::Reset => io.reset_on_close(),
-        })
+        });
+        done.map_err(ConnError::Io)
     }
 
     /// Writes what must not wait for the application, if the source can
@@ -306,13 +312,19 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
     ///   out while the connection had no deadline (or the source would
     ///   block): not final, call again.
     pub fn recv(&mut self) -> Result<Option<P::Event>, ConnError> {
+        let got = self.next_event();
+        if let Err(ConnError::Io(e)) = &got {
+            self.failed.get_or_insert(e.kind());
+        }
+        got
+    }
+
+    fn next_event(&mut self) -> Result<Option<P::Event>, ConnError> {
         loop {
             if let Some(event) = self.recv_buffered()? {
                 return Ok(Some(event));
             }
-            // Reading or writing failed (in an earlier call): final, the
-            // same error again once the events already buffered are out.
-            if let Some(kind) = self.conn.io_error() {
+            if let Some(kind) = self.failed {
                 return Err(ConnError::Io(kind.into()));
             }
             if self.conn.is_read_done() || self.conn.is_read_closed() {

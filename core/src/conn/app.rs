@@ -248,8 +248,6 @@ impl<P: Protocol> Conn<P> {
             paused: self.paused,
             spent: false,
             farewell: self.farewell,
-            #[cfg(feature = "std")]
-            io_error: self.io_error,
         }
     }
 

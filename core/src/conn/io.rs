@@ -72,7 +72,7 @@ impl<P: Protocol> Conn<P> {
                     self.recv.commit(0)?;
                     if e.kind() != io::ErrorKind::Interrupted {
                         self.handle_read_error(now);
-                        return Err(self.io_failed(e));
+                        return Err(ConnError::Io(e));
                     }
                 }
             }
@@ -120,7 +120,7 @@ impl<P: Protocol> Conn<P> {
             }
             Err(e) => {
                 self.handle_write_error(now);
-                Err(self.io_failed(e))
+                Err(ConnError::Io(e))
             }
         }
     }
@@ -147,42 +147,10 @@ impl<P: Protocol> Conn<P> {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.handle_write_error(now);
-                    return Err(self.io_failed(e));
+                    return Err(ConnError::Io(e));
                 }
             }
         }
-    }
-
-    /// Does what [`poll_shutdown`](Self::poll_shutdown) asks with `shut`,
-    /// as [`shutdown_with`](Self::shutdown_with), and records a failure as
-    /// the socket's ([`io_error`](Self::io_error)).
-    ///
-    /// # Errors
-    ///
-    /// What `shut` says: a refused FIN fails writing, a refused reset is
-    /// done as far as it goes (best effort).
-    pub fn shutdown_io(
-        &mut self,
-        shut: impl FnOnce(super::Shutdown) -> io::Result<()>,
-    ) -> Result<(), ConnError> {
-        self.shutdown_with(shut).map_err(|e| self.io_failed(e))
-    }
-
-    /// What the socket said when the first read, write or flush through
-    /// [`read_io`](Self::read_io), [`write_io`](Self::write_io) or
-    /// [`flush_io`](Self::flush_io) (or the shutdown through
-    /// [`shutdown_io`](Self::shutdown_io)) failed: those failures are final, and
-    /// an adapter that reports its error again (a blocking `recv` called
-    /// after it failed) says this.
-    #[must_use]
-    pub fn io_error(&self) -> Option<io::ErrorKind> {
-        self.io_error
-    }
-
-    /// Records the socket's failure `e` (the first one's kind is kept).
-    fn io_failed(&mut self, e: io::Error) -> ConnError {
-        self.io_error.get_or_insert(e.kind());
-        ConnError::Io(e)
     }
 
     /// What a flush or a close reports once the write side dropped what was

@@ -186,10 +186,6 @@ pub struct Conn<P> {
     /// The protocol's last frame, queued at the next write, then the
     /// write side closes ([`Wire::farewell`]).
     farewell: Option<Box<Frame>>,
-    /// What the socket said when reading, writing or flushing failed
-    /// (feature `std`; see [`io_error`](Self::io_error)).
-    #[cfg(feature = "std")]
-    io_error: Option<std::io::ErrorKind>,
 }
 
 impl<P: Protocol> Conn<P> {
@@ -239,8 +235,6 @@ impl<P: Protocol> Conn<P> {
             paused: false,
             spent: false,
             farewell: None,
-            #[cfg(feature = "std")]
-            io_error: None,
         }
     }
 
