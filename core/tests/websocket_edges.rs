@@ -1345,3 +1345,62 @@ fn without_auto_pong_the_application_sees_pings_and_answers_them() {
     );
     assert!(conn.protocol_mut().pong(Bytes::from(vec![0; 126])).is_err());
 }
+
+/// A control frame is read whole: one the receive buffer cannot hold is
+/// refused with 1009 (`Limit::Buffer`) as soon as its header arrives, as a
+/// data frame read whole is, and so is a header longer than the buffer. It
+/// used to wait for ever, with nothing written.
+#[test]
+fn a_control_frame_or_a_header_larger_than_the_buffer_is_a_1009_at_once() {
+    let small = |max_buffered: usize| {
+        let recv = cleave_proto::RecvBufConfig::default()
+            .max_buffered(max_buffered)
+            .unwrap();
+        Conn::with_config(
+            WebSocket::server(WsConfig::default().stream_above(0)),
+            ConnConfig::default().recv_buf(recv),
+            NOW,
+        )
+    };
+    let mask = Some([1, 2, 3, 4]);
+    let mut conn = small(64);
+    let ping = frame(true, 0x9, &[7u8; 100], mask);
+    conn.feed(&ping[..8], NOW).unwrap();
+    let e = conn.poll_event().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LimitExceeded {
+                limit: Limit::Buffer,
+                offset: 0,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let written = drain(&mut conn);
+    assert_eq!(
+        &written[..4],
+        &[0x88, 0x02, 0x03, 0xf1],
+        "a close 1009: {written:x?}"
+    );
+    assert_eq!(conn.recv_buf().peek(), &ping[..8], "the frame stays");
+
+    // A 64-bit length's header is 14 bytes: more than a 10-byte buffer.
+    let mut conn = small(10);
+    let mut big = vec![0x82, 0xff];
+    big.extend_from_slice(&(1u64 << 20).to_be_bytes());
+    big.extend_from_slice(&[1, 2, 3, 4]);
+    conn.feed(&big[..10], NOW).unwrap();
+    let e = conn.poll_event().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LimitExceeded {
+                limit: Limit::Buffer,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}

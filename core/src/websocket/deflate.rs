@@ -857,7 +857,7 @@ impl Deflate {
                 compressor.reset();
             }
         }
-        Bytes::from(compressed)
+        Bytes::from(fitted(compressed))
     }
 
     /// Bytes of zlib state this connection holds now, for memory
@@ -888,6 +888,19 @@ impl Deflate {
             self.decompressor = None;
         }
     }
+}
+
+/// `compressed` without the room its compression reserved when that is
+/// more than a quarter of it (and 256 bytes) over: the frame keeps its
+/// memory until it is written, and the write queue counts it by length. A
+/// 16 MiB message of zeros compresses to 16 KB in room for 8 MiB; it
+/// goes out holding 16 KB. (A shrink is a `realloc`, mostly in place.)
+fn fitted(mut compressed: Vec<u8>) -> Vec<u8> {
+    let len = compressed.len();
+    if compressed.capacity() > len + len / 4 + 256 {
+        compressed.shrink_to_fit();
+    }
+    compressed
 }
 
 /// A window size as zlib takes it for raw DEFLATE (9 to 15).

@@ -391,7 +391,13 @@ impl WebSocket {
         if masked != (self.role == Role::Server) {
             return Err(bad(WsField::Mask));
         }
+        // A frame read whole that the buffer cannot hold would wait for
+        // ever: too big. Control frames are always read whole.
+        let whole = (head.head_len as u64).saturating_add(head.len);
         if head.opcode.is_control() {
+            if whole > max_buffered as u64 {
+                return Err(over(Limit::Buffer, max_buffered as u64, whole));
+            }
             self.reading = Some(Reading {
                 head,
                 seen: 0,
@@ -427,9 +433,7 @@ impl WebSocket {
             ));
         }
         let streaming = !compressed && head.len > self.config.get_stream_above();
-        // A frame read whole (compressed, or not above `stream_above`)
-        // that the buffer cannot hold would wait for ever: too big.
-        let whole = (head.head_len as u64).saturating_add(head.len);
+        // Read whole: compressed, or not above `stream_above`.
         if !streaming && whole > max_buffered as u64 {
             return Err(over(Limit::Buffer, max_buffered as u64, whole));
         }
@@ -500,6 +504,13 @@ impl WebSocket {
             if self.reading.is_none() {
                 let parsed = frame::parse(wire.recv().peek(), self.rsv1_allowed());
                 let Some(head) = parsed.map_err(|e| at(e, here))? else {
+                    let recv = wire.recv();
+                    if recv.is_full() {
+                        // A header longer than the buffer (a limit under
+                        // 14 bytes) would wait for ever.
+                        let max = recv.config().get_max_buffered() as u64;
+                        return Err(at(over(Limit::Buffer, max, max + 1), here));
+                    }
                     return self.at_end(wire);
                 };
                 if let Some(event) = self.whole_message(wire, &head) {
