@@ -242,6 +242,12 @@ impl WebSocket {
     /// holder sees masked bytes. With permessage-deflate negotiated the message
     /// is compressed (unless shorter than
     /// [`DeflateConfig::min_size`](crate::websocket::DeflateConfig::min_size)).
+    ///
+    /// With context takeover, each compressed frame refers to the ones
+    /// made before it: push every frame this makes, in the order it made
+    /// them, on one lane. A frame dropped (a push refused and not retried)
+    /// or sent out of order leaves the peer unable to inflate what
+    /// follows.
     #[must_use]
     #[inline]
     pub fn message(&mut self, kind: Kind, payload: Bytes) -> Frame {
