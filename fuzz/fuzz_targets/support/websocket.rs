@@ -11,7 +11,7 @@ use cleave_proto::conn::{Conn, ConnConfig, Shutdown};
 use cleave_proto::websocket::{
     close_code_for, is_sendable, Assembler, Kind, Role, WebSocket, WsConfig, WsEvent,
 };
-use cleave_proto::{Error, InvalidInput, RecvBufConfig, WriteQueueConfig, WsField};
+use cleave_proto::{Error, InvalidInput, Limit, RecvBufConfig, WriteQueueConfig, WsField};
 
 pub(crate) const NOW: Duration = Duration::ZERO;
 
@@ -400,6 +400,23 @@ fn check_place(setup: &Setup, input: &[u8], error: &Error) {
     };
     let at = usize::try_from(offset).expect("an offset in memory");
     let frames = frames(input);
+    // A frame read whole (any opcode), or a header, that the receive
+    // buffer cannot hold is refused at its start.
+    if let Error::LimitExceeded {
+        limit: Limit::Buffer,
+        max,
+        ..
+    } = error
+    {
+        let frame = frames.iter().find(|&&(start, ..)| start == at);
+        let &(_, head_len, len) = frame.expect("a buffer refusal at a frame's start");
+        let whole = (head_len as u64).saturating_add(len);
+        assert!(
+            head_len == 0 || whole > *max,
+            "{error:?}: the frame there ({head_len} + {len} bytes) fits"
+        );
+        return;
+    }
     if rule == Some(InvalidInput::Utf8) {
         let inside = frames.iter().any(|&(start, head_len, len)| {
             let data = head_len > 0 && input[start] & 8 == 0;
