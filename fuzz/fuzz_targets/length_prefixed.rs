@@ -20,10 +20,18 @@ fuzz_target!(|data: &[u8]| {
     };
     let config = config
         .field_offset(usize::from(knobs & 3))
-        .endian(if knobs & 0x80 != 0 { Endian::Little } else { Endian::Big })
+        .endian(if knobs & 0x80 != 0 {
+            Endian::Little
+        } else {
+            Endian::Big
+        })
         .adjustment(i64::from(adjustment as i8))
         .max_frame_length(u64::from(max) * 4);
-    let config = if knobs & 0x40 != 0 { config.skip(usize::from(skip % 16)) } else { config };
+    let config = if knobs & 0x40 != 0 {
+        config.skip(usize::from(skip % 16))
+    } else {
+        config
+    };
     // Out-of-range configurations are refused with an error, never a panic.
     let Ok(decoder) = LengthPrefixed::with_config(config) else {
         return;
@@ -36,7 +44,11 @@ fuzz_target!(|data: &[u8]| {
         &sizes,
         harness::Placement::Tail,
     );
-    let skip = if knobs & 0x40 != 0 { usize::from(skip % 16) } else { config.header_len() };
+    let skip = if knobs & 0x40 != 0 {
+        usize::from(skip % 16)
+    } else {
+        config.header_len()
+    };
     for cut in &run.cuts {
         assert_eq!((cut.end - cut.start) as usize - cut.frame.len(), skip);
     }

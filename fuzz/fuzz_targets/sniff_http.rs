@@ -19,13 +19,28 @@ fuzz_target!(|data: &[u8]| {
     let Some((&knob, data)) = data.split_last() else {
         return;
     };
-    let budget = if knob < 200 { http::DEFAULT_MAX_HEAD } else { usize::from(knob - 200) * 8 };
+    let budget = if knob < 200 {
+        http::DEFAULT_MAX_HEAD
+    } else {
+        usize::from(knob - 200) * 8
+    };
     let sniff = |d: &[u8]| http::sniff(d, budget, 1 + usize::from(knob % 70));
     let answer = sniff_model::assert_sampled_prefix_stable(data, 64, sniff);
     // One resumable sniffer over growing prefixes answers as the pure one.
     let mut s = http::Sniffer::new();
-    sniff_model::assert_resumes_as_pure(data, 64, |d| s.sniff(d, budget, 1 + usize::from(knob % 70)).clone(), sniff);
+    sniff_model::assert_resumes_as_pure(
+        data,
+        64,
+        |d| s.sniff(d, budget, 1 + usize::from(knob % 70)).clone(),
+        sniff,
+    );
     if let Sniff::Match { len, .. } = answer {
-        assert!(len <= data.len() && len <= budget.max(data.len()), "{} of {} bytes, budget {}", len, data.len(), budget);
+        assert!(
+            len <= data.len() && len <= budget.max(data.len()),
+            "{} of {} bytes, budget {}",
+            len,
+            data.len(),
+            budget
+        );
     }
 });

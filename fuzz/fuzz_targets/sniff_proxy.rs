@@ -19,13 +19,23 @@ fuzz_target!(|data: &[u8]| {
     let Some((&knob, data)) = data.split_last() else {
         return;
     };
-    let budget = if knob < 200 { proxy::DEFAULT_MAX_HEADER } else { usize::from(knob - 200) * 8 };
+    let budget = if knob < 200 {
+        proxy::DEFAULT_MAX_HEADER
+    } else {
+        usize::from(knob - 200) * 8
+    };
     let sniff = |d: &[u8]| proxy::sniff(d, budget);
     let answer = sniff_model::assert_sampled_prefix_stable(data, 64, sniff);
     // One resumable sniffer over growing prefixes answers as the pure one.
     let mut s = proxy::Sniffer::new();
     sniff_model::assert_resumes_as_pure(data, 64, |d| s.sniff(d, budget).clone(), sniff);
     if let Sniff::Match { len, .. } = answer {
-        assert!(len <= data.len() && len <= budget.max(data.len()), "{} of {} bytes, budget {}", len, data.len(), budget);
+        assert!(
+            len <= data.len() && len <= budget.max(data.len()),
+            "{} of {} bytes, budget {}",
+            len,
+            data.len(),
+            budget
+        );
     }
 });

@@ -44,13 +44,17 @@ fn parse(data: &[u8]) -> Option<(WriteQueueConfig, Vec<Op>)> {
                 cuts: (op[2], op[3]),
                 shape: op[0] >> 6,
             },
-            7 => Op::Empty { urgent: op[1] & 1 != 0 },
+            7 => Op::Empty {
+                urgent: op[1] & 1 != 0,
+            },
             8..=12 => Op::Write {
                 room: usize::from(op[1] % 12),
                 share: op[2],
                 between: op[3] & 7 == 0,
             },
-            13 => Op::Peek { room: usize::from(op[1] % 12) },
+            13 => Op::Peek {
+                room: usize::from(op[1] % 12),
+            },
             14 => Op::Close,
             _ if op[1] == 0xA5 => Op::Abort,
             _ => Op::Close,
