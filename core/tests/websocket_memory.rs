@@ -14,13 +14,7 @@ use cleave_proto::Bytes;
 /// room for.
 #[test]
 fn compressed_frame_holds_about_its_length() {
-    let params = DeflateParams {
-        server_no_context_takeover: true,
-        client_no_context_takeover: true,
-        server_max_window_bits: 15,
-        client_max_window_bits: 15,
-        server_window_offered: false,
-    };
+    let params = no_takeover();
     let mut ws =
         WebSocket::server(WsConfig::default()).with_deflate(params, &DeflateConfig::default());
     // Warm the compressor up so its own memory is not counted below.
@@ -45,13 +39,7 @@ fn compressed_frame_holds_about_its_length() {
 #[test]
 fn a_bounded_write_queue_of_compressed_frames_holds_about_its_bound() {
     use cleave_proto::conn::Conn;
-    let params = DeflateParams {
-        server_no_context_takeover: true,
-        client_no_context_takeover: true,
-        server_max_window_bits: 15,
-        client_max_window_bits: 15,
-        server_window_offered: false,
-    };
+    let params = no_takeover();
     let mut conn = Conn::new(
         WebSocket::server(WsConfig::default()).with_deflate(params, &DeflateConfig::default()),
         std::time::Duration::ZERO,
@@ -83,4 +71,15 @@ fn a_bounded_write_queue_of_compressed_frames_holds_about_its_bound() {
         "{pushed} frames, queue accounts {} bytes, {held} bytes held",
         conn.queue().len()
     );
+}
+
+/// permessage-deflate without context takeover, 15-bit windows.
+fn no_takeover() -> DeflateParams {
+    DeflateParams {
+        server_no_context_takeover: true,
+        client_no_context_takeover: true,
+        server_max_window_bits: 15,
+        client_max_window_bits: 15,
+        server_window_offered: false,
+    }
 }

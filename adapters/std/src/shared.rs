@@ -146,7 +146,7 @@ impl Inner {
         let kind = e.kind();
         let e = Arc::new(e);
         shared.failed = Some(WriteError::Failed(e.clone()));
-        shared.lost |= !shared.queue.is_empty() || shared.flushes.flushed() != shared.queue.marks();
+        shared.lost |= !shared.flushes.flushed().covers(shared.queue.end_marks());
         shared.queue.abort();
         self.end(shared);
         io::Error::new(kind, e)

@@ -182,8 +182,7 @@ impl<P> Shared<P> {
     /// The queue is about to be dropped: whether that loses bytes not yet
     /// written and flushed.
     fn note_loss(&mut self) {
-        let queue = self.conn.queue();
-        self.lost |= !queue.is_empty() || self.waiters.flushed() != queue.marks();
+        self.lost |= !self.waiters.flushed().covers(self.conn.queue().end_marks());
     }
 
     fn wake_driver(&mut self) {
