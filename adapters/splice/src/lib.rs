@@ -353,6 +353,13 @@ impl Lease {
         let filled = self.pipe().fill(socket);
         // A full pipe blocks too: ask only when it was empty.
         let stuck = |e: &io::Error| e.kind() == io::ErrorKind::WouldBlock && self.len == 0;
+        let filled = match filled {
+            // Bytes may have arrived between the splice that found none
+            // and the question: splice once more before calling it a
+            // mark. A splice stopped at an urgent mark stays stopped.
+            Err(e) if stuck(&e) && sys::holds_bytes(socket) => self.pipe().fill(socket),
+            filled => filled,
+        };
         match filled {
             Ok(0) if sys::holds_bytes(socket) => Err(sys::stopped_at_urgent_mark()),
             Err(e) if stuck(&e) && sys::holds_bytes(socket) => Err(sys::stopped_at_urgent_mark()),
