@@ -168,7 +168,12 @@ pub fn manual_lines(input: &[u8], piece: usize) -> Tally {
     let mut searched = 0;
     for chunk in pieces_of(input, piece) {
         buf.extend_from_slice(chunk);
-        while let Some(i) = memchr::memchr(b'\n', &buf[searched..]) {
+        // Search only bytes not searched yet: none when the last line
+        // ended the read.
+        while searched < buf.len() {
+            let Some(i) = memchr::memchr(b'\n', &buf[searched..]) else {
+                break;
+            };
             let line = buf.split_to(searched + i).freeze();
             buf.advance(1);
             searched = 0;

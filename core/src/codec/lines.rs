@@ -209,6 +209,11 @@ impl Lines {
     fn step(&mut self, buf: &mut RecvBuf) -> Step {
         let delimiter = self.config.delimiter;
         let data = buf.peek();
+        if data.is_empty() {
+            // A read that ended on a line's end: nothing to search, nothing
+            // to note (a note about no bytes is no note).
+            return Step::NeedMore;
+        }
         let end = data.len().min(self.window);
         // Resume where the last search of this line stopped. The offset
         // first: after a frame it has moved, and the check ends there.
@@ -218,7 +223,7 @@ impl Lines {
             0
         };
         match memchr::memchr(delimiter, &data[start..end]) {
-            Some(i) => self.line(buf, start + i, 1),
+            Some(i) => self.line(buf, data, start + i, 1),
             None if self.known_too_long(data) => {
                 let e = self.too_long(buf);
                 self.latch.failed(e)
@@ -244,10 +249,10 @@ impl Lines {
     }
 
     /// Checks the line that ends at `end` (the delimiter's index, or the
-    /// buffer's length at end of stream), followed by `delimiter` bytes.
+    /// buffer's length at end of stream) of `data` (what `buf` holds),
+    /// followed by `delimiter` bytes.
     #[inline(always)]
-    fn line(&mut self, buf: &RecvBuf, end: usize, delimiter: usize) -> Step {
-        let data = buf.peek();
+    fn line(&mut self, buf: &RecvBuf, data: &[u8], end: usize, delimiter: usize) -> Step {
         let mut len = end;
         if self.config.strip_cr && len > 0 && data[len - 1] == b'\r' {
             len -= 1;
@@ -303,7 +308,7 @@ impl Decoder for Lines {
         self.latch.check()?;
         let step = match self.step(buf) {
             Step::NeedMore if self.config.unterminated_last_line && !buf.is_empty() => {
-                self.line(buf, buf.len(), 0)
+                self.line(buf, buf.peek(), buf.len(), 0)
             }
             step => step,
         };

@@ -339,6 +339,25 @@ impl RecvBuf {
     /// and feed again, or feed a shorter slice.
     #[inline]
     pub fn feed(&mut self, data: &[u8]) -> Result<(), Error> {
+        // Cannot overflow: both count bytes in memory.
+        let end = self.filled + data.len();
+        if self.buf.len() == self.filled
+            && end <= self.buf.capacity()
+            && end <= self.config.max_buffered
+        {
+            // The common case: no spare region (so none handed out, and
+            // nothing to forget), room in the block, under the limit.
+            self.buf.extend_from_slice(data);
+            self.filled = end;
+            return Ok(());
+        }
+        self.feed_slow(data)
+    }
+
+    /// `feed` when the block must grow, the spare region is in the way, or
+    /// the data may not fit.
+    #[cold]
+    fn feed_slow(&mut self, data: &[u8]) -> Result<(), Error> {
         if data.len() > self.remaining() {
             return Err(self.over_limit(self.filled as u64 + data.len() as u64));
         }
