@@ -257,3 +257,186 @@ fn encoders_refuse_what_would_not_read_back_as_given() {
     assert_eq!(request.headers().get("x"), Some(&b"a \t b"[..]));
     assert_eq!(request.headers().get("y"), Some(&b""[..]));
 }
+
+/// Header fields as the encoders take them.
+type Fields<'a> = &'a [(&'a str, &'a [u8])];
+
+/// The request encoders refuse the Host and target faults cleave's server
+/// refuses (RFC 9112, section 3.2; RFC 9110, section 9.3.6), and what
+/// they take, the server takes.
+#[test]
+fn request_encoders_refuse_heads_the_server_refuses() {
+    use cleave_proto::http1::request;
+    use cleave_proto::{Misuse, Unencodable};
+    let refused = |why| Err(Error::Misuse(Misuse::Unencodable(why)));
+    let cases: [(&str, &str, Fields<'_>, Unencodable); 7] = [
+        ("GET", "/", &[], Unencodable::HttpHost),
+        ("GET", "/", &[("X", b"1")], Unencodable::HttpHost),
+        (
+            "GET",
+            "/",
+            &[("Host", b"a"), ("host", b"a")],
+            Unencodable::HttpHost,
+        ),
+        ("GET", "/", &[("Host", b"a b")], Unencodable::HttpHost),
+        (
+            "GET",
+            "http://a/x",
+            &[("Host", b"b")],
+            Unencodable::HttpHost,
+        ),
+        ("CONNECT", "/", &[("Host", b"a")], Unencodable::HttpToken),
+        (
+            "GET",
+            "http:///x",
+            &[("Host", b"a")],
+            Unencodable::HttpToken,
+        ),
+    ];
+    for (method, target, headers, why) in cases {
+        let head = request(method, target, headers, Body::Empty);
+        assert_eq!(head, refused(why), "{method} {target} {headers:?}");
+        // Built by hand, the server refuses the same head.
+        let mut raw = format!("{method} {target} HTTP/1.1\r\n").into_bytes();
+        for (name, value) in headers {
+            raw.extend_from_slice(format!("{name}: ").as_bytes());
+            raw.extend_from_slice(value);
+            raw.extend_from_slice(b"\r\n");
+        }
+        raw.extend_from_slice(b"\r\n");
+        let mut conn = Conn::new(Server::new(), Duration::ZERO);
+        conn.feed(&raw, Duration::ZERO).unwrap();
+        assert!(
+            conn.poll_event().is_err(),
+            "the server took {method} {target}"
+        );
+    }
+    let taken: [(&str, &str, Fields<'_>); 4] = [
+        ("GET", "/", &[("Host", b"a")]),
+        ("GET", "http://A:80/x", &[("Host", b"a:80")]),
+        ("CONNECT", "a:443", &[("Host", b"a:443")]),
+        ("OPTIONS", "*", &[("Host", b"[::1]:8080")]),
+    ];
+    for (method, target, headers) in taken {
+        let head = request(method, target, headers, Body::Empty).unwrap();
+        let mut conn = Conn::new(Server::new(), Duration::ZERO);
+        conn.feed(&head, Duration::ZERO).unwrap();
+        assert!(
+            matches!(conn.poll_event(), Ok(Some(ServerEvent::Head(_)))),
+            "{method} {target}"
+        );
+    }
+}
+
+/// A HEAD (or a CONNECT) that offers an upgrade (`curl -I --http2` sends
+/// a HEAD with `Upgrade: h2c`) is switched by a 101; any other answer is
+/// still framed by its method: no body after a HEAD.
+#[test]
+fn a_head_that_offered_an_upgrade_can_be_switched() {
+    const SWITCH: &[u8] =
+        b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: h2c\r\n\r\nPRI";
+    const PLAIN: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
+    for (method, target, host) in [("HEAD", "/", "a"), ("CONNECT", "a:443", "a:443")] {
+        let offer: [(&str, &[u8]); 3] = [
+            ("Host", host.as_bytes()),
+            ("Connection", b"upgrade"),
+            ("Upgrade", b"h2c"),
+        ];
+        let mut by_hand = Client::new();
+        by_hand.expect_upgrade(method);
+        let mut by_request = Client::new();
+        by_request
+            .request(method, target, &offer, Body::Empty)
+            .unwrap();
+        for client in [by_hand, by_request] {
+            let mut conn = Conn::new(client, Duration::ZERO);
+            conn.feed(SWITCH, Duration::ZERO).unwrap();
+            let first = conn.poll_event();
+            assert!(
+                matches!(&first, Ok(Some(ClientEvent::Head(r))) if r.switches()),
+                "{method}: {first:?}"
+            );
+        }
+    }
+    let mut client = Client::new();
+    client.expect_upgrade("HEAD");
+    let mut conn = Conn::new(client, Duration::ZERO);
+    conn.feed(PLAIN, Duration::ZERO).unwrap();
+    let head = conn.poll_event();
+    assert!(
+        matches!(&head, Ok(Some(ClientEvent::Head(r))) if !r.switches() && r.body() == Body::Empty),
+        "{head:?}"
+    );
+    assert_eq!(conn.poll_event(), Ok(Some(ClientEvent::End)));
+}
+
+/// A chunk-size line may run 18 bytes past the extension budget left (16
+/// hex digits, CR, LF), as `max_chunk_extensions` says, not 19: with no
+/// budget, 16 digits are taken and 17 refused.
+#[test]
+fn a_size_line_one_byte_past_its_bound_is_refused() {
+    use cleave_proto::http1::Http1Config;
+    use cleave_proto::Limit;
+    let config = Http1Config::default().max_chunk_extensions(0);
+    for digits in [15usize, 16, 17, 18] {
+        let mut input = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        input.extend(std::iter::repeat_n(b'0', digits - 1));
+        input.extend_from_slice(b"5\r\nhello\r\n0\r\n\r\n");
+        // Whole, and a byte at a time: the same verdict.
+        for whole in [true, false] {
+            let mut conn = Conn::new(
+                {
+                    let mut c = Client::with_config(config);
+                    c.expect_response("GET");
+                    c
+                },
+                Duration::ZERO,
+            );
+            let mut events = Vec::new();
+            let mut failed = None;
+            let pieces: Vec<&[u8]> = if whole {
+                vec![&input[..]]
+            } else {
+                input.chunks(1).collect()
+            };
+            'feed: for piece in pieces {
+                conn.feed(piece, Duration::ZERO).unwrap();
+                loop {
+                    match conn.poll_event() {
+                        Ok(Some(event)) => events.push(event),
+                        Ok(None) => break,
+                        Err(e) => {
+                            failed = Some(e);
+                            break 'feed;
+                        }
+                    }
+                }
+            }
+            if digits <= 16 {
+                assert_eq!(failed, None, "{digits} digits");
+                let body: Vec<u8> = events
+                    .iter()
+                    .filter_map(|e| match e {
+                        ClientEvent::Data(d) => Some(&d[..]),
+                        _ => None,
+                    })
+                    .flatten()
+                    .copied()
+                    .collect();
+                assert_eq!(body, b"hello", "{digits} digits, whole {whole}");
+                assert!(matches!(events.last(), Some(ClientEvent::End)));
+            } else {
+                assert!(
+                    matches!(
+                        failed,
+                        Some(Error::LimitExceeded {
+                            limit: Limit::ChunkExtension,
+                            ..
+                        })
+                    ),
+                    "{digits} digits, whole {whole}: {failed:?}"
+                );
+            }
+        }
+    }
+}

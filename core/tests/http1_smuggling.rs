@@ -1101,14 +1101,14 @@ fn chunk_extension_vectors() -> Vec<Vector> {
             &[&b"5;"[..], &[b'a'; 40], b"\x01\r\nhello\r\n0\r\n\r\n"].concat(),
         ),
         ext(
-            "a control byte as the last byte a size line may take before its end (limit 4: 22 bytes)",
-            &[&b"5;"[..], &[b'a'; 20], b"\x01\r\nhello\r\n0\r\n\r\n"].concat(),
+            "a control byte where the size line's LF must be at the latest (limit 4: a line of 22 bytes)",
+            &[&b"5;"[..], &[b'a'; 19], b"\x01\r\nhello\r\n0\r\n\r\n"].concat(),
         )
         .config(cfg().max_chunk_extensions(4)),
         limit(
             "a control byte as the first byte past what a size line may take",
             4,
-            &[&b"5;"[..], &[b'a'; 21], b"\x01\r\nhello\r\n0\r\n\r\n"].concat(),
+            &[&b"5;"[..], &[b'a'; 20], b"\x01\r\nhello\r\n0\r\n\r\n"].concat(),
         ),
         ext(
             "a control byte, then an extension past the limit: the control byte is met first",

@@ -280,6 +280,10 @@ pub enum Unencodable {
     HttpBody,
     /// A status code outside 100 to 999.
     HttpStatus,
+    /// An HTTP/1.1 request without exactly one Host field that is a
+    /// `host[:port]` and agrees with the target's authority (RFC 9112,
+    /// section 3.2): a server must refuse it.
+    HttpHost,
     /// A second WebSocket close: one was sent already, or the close
     /// handshake is over (the peer's close was answered, or the
     /// connection failed with a close of its own). One close per side.
@@ -483,6 +487,9 @@ impl fmt::Display for Unencodable {
             ),
             Self::HttpBody => f.write_str("a body this HTTP message cannot carry"),
             Self::HttpStatus => f.write_str("an HTTP status outside 100 to 999"),
+            Self::HttpHost => f.write_str(
+                "an HTTP/1.1 request needs one Host, a host[:port] that agrees with the target",
+            ),
             Self::WsClosed => f.write_str("a WebSocket close after the close was sent"),
         }
     }

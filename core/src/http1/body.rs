@@ -186,12 +186,14 @@ impl Chunked {
             match self.step {
                 Step::Size { scanned, mut check } => {
                     let buf = recv.peek();
-                    // The longest a size line may run before its LF: the
-                    // size and the extension bytes left.
+                    // The furthest the LF may be: after 16 hex digits,
+                    // the extension bytes left and a CR (a line of 18
+                    // bytes past the budget, as `max_chunk_extensions`
+                    // says).
                     let budget = config
                         .get_max_chunk_extensions()
                         .saturating_sub(self.extensions);
-                    let most = usize::try_from(budget.saturating_add(18)).unwrap_or(usize::MAX);
+                    let most = usize::try_from(budget.saturating_add(17)).unwrap_or(usize::MAX);
                     let found = memchr::memchr(b'\n', &buf[scanned..]).map(|i| scanned + i);
                     let Some(lf) = found.filter(|&lf| lf <= most) else {
                         // Judge what came so far: garbage fails now, not

@@ -174,7 +174,7 @@ impl Client {
         let buf = recv.peek();
         // A response nobody asked for (a 408 before a close, say) is
         // framed as one to a GET.
-        let asked = self.asked.front().copied().unwrap_or(Asked::Other);
+        let asked = self.asked.front().copied().unwrap_or_default();
         let parts = parse_response(&buf[..len], asked, &self.config)
             .map_err(|bad| search.fault(buf, len, Role::Response, bad))?;
         let response = parts.into_response(recv.split_to(len)?);
@@ -196,11 +196,10 @@ impl Client {
 /// What a client knows of a request with `method` that went out, and
 /// whether it offered an upgrade.
 fn asked(method: &str, upgrade: bool) -> Asked {
-    match method {
-        "HEAD" => Asked::Head,
-        "CONNECT" => Asked::Connect,
-        _ if upgrade => Asked::Upgrade,
-        _ => Asked::Other,
+    Asked {
+        head: method == "HEAD",
+        connect: method == "CONNECT",
+        upgrade,
     }
 }
 

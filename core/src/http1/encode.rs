@@ -10,6 +10,7 @@ use crate::encoder::Frame;
 use crate::error::{Error, Misuse, Unencodable};
 use crate::http1::chars::is_token;
 use crate::http1::head::Body;
+use crate::http1::host::{absolute_authority, is_host};
 
 /// `100 Continue`, for a request that [`expects_continue`]: push it like
 /// a response, in order (on the bulk lane: it must not overtake the
@@ -123,7 +124,12 @@ fn framing_field(body: Body, buf: &mut [u8; 20]) -> (&'static [u8], &[u8]) {
 /// # Errors
 ///
 /// `Misuse::Unencodable` with [`HttpToken`](Unencodable::HttpToken) (a
-/// method or name not a token, a target empty or not visible ASCII),
+/// method or name not a token, a target empty or not visible ASCII, a
+/// CONNECT target or an absolute-form target's authority that is not a
+/// `host[:port]`), [`HttpHost`](Unencodable::HttpHost) (no Host field,
+/// more than one, one that is not a `host[:port]` or that differs from
+/// the target's authority: HTTP/1.1 requires one, and cleave's server
+/// refuses the others),
 /// [`HttpValue`](Unencodable::HttpValue) (a control byte in a value, or
 /// whitespace at its start or end),
 /// [`HttpFraming`](Unencodable::HttpFraming) (a framing field among the
@@ -176,16 +182,43 @@ pub fn request_into(
     if body == Body::UntilClose || (method == "CONNECT" && body != Body::Empty) {
         return Err(refuse(Unencodable::HttpBody));
     }
+    let fields = fields_len(headers)?;
+    check_host(method, target, headers)?;
     let mut digits = [0; 20];
     let (name, value) = framing_field(body, &mut digits);
-    let len =
-        method.len() + 1 + target.len() + 11 + fields_len(headers)? + name.len() + value.len() + 4;
+    let len = method.len() + 1 + target.len() + 11 + fields + name.len() + value.len() + 4;
     out.reserve(len);
     out.put_slice(method.as_bytes());
     out.put_u8(b' ');
     out.put_slice(target.as_bytes());
     out.put_slice(b" HTTP/1.1\r\n");
     finish_head(out, headers, (name, value));
+    Ok(())
+}
+
+/// The Host rules a server holds an HTTP/1.1 request to (RFC 9112,
+/// section 3.2; cleave's [`Server`](crate::http1::Server) refuses the
+/// rest): a CONNECT's target and an absolute-form target's authority are
+/// a `host[:port]`; one Host field, a `host[:port]`, equal (case aside)
+/// to the target's authority when it names one.
+fn check_host(method: &str, target: &str, headers: &[(&str, &[u8])]) -> Result<(), Error> {
+    let authority = if method == "CONNECT" {
+        Some(target.as_bytes())
+    } else {
+        absolute_authority(target.as_bytes())
+    };
+    if authority.is_some_and(|a| a.is_empty() || !is_host(a)) {
+        return Err(refuse(Unencodable::HttpToken));
+    }
+    let mut hosts = headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("host"));
+    let (Some((_, host)), None) = (hosts.next(), hosts.next()) else {
+        return Err(refuse(Unencodable::HttpHost));
+    };
+    if !is_host(host) || authority.is_some_and(|a| !a.eq_ignore_ascii_case(host)) {
+        return Err(refuse(Unencodable::HttpHost));
+    }
     Ok(())
 }
 

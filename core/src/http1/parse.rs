@@ -219,18 +219,19 @@ impl RequestParts {
     }
 }
 
-/// What a client knows of the request a response answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Asked {
+/// What a client knows of the request a response answers. A request may
+/// be a HEAD (or a CONNECT) and offer an upgrade at once (`curl -I
+/// --http2` sends a HEAD with `Upgrade: h2c`): a 101 switches, any other
+/// answer is framed by the method.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Asked {
     /// HEAD: no body, whatever the headers say.
-    Head,
+    pub(crate) head: bool,
     /// CONNECT: a 2xx makes a tunnel.
-    Connect,
-    /// A request that offered an upgrade (`Connection: upgrade` and
+    pub(crate) connect: bool,
+    /// The request offered an upgrade (`Connection: upgrade` and
     /// `Upgrade`): a 101 switches.
-    Upgrade,
-    /// Any other method.
-    Other,
+    pub(crate) upgrade: bool,
 }
 
 /// A whole response head, answering a request of kind `asked`.
@@ -268,15 +269,12 @@ pub(crate) fn parse_response(
     let reason = Span::of(&line[13..], head);
     let version = version_of(res.version);
     // A 101 only answers a request that offered an upgrade.
-    if status == 101 && asked != Asked::Upgrade {
+    if status == 101 && !asked.upgrade {
         return Err(Bad::Field(HttpField::Switch, 9));
     }
-    let switches = status == 101 || (asked == Asked::Connect && (200..300).contains(&status));
-    let bodiless = asked == Asked::Head
-        || (100..200).contains(&status)
-        || status == 204
-        || status == 304
-        || switches;
+    let switches = status == 101 || (asked.connect && (200..300).contains(&status));
+    let bodiless =
+        asked.head || (100..200).contains(&status) || status == 204 || status == 304 || switches;
     let f = Framing::read(res.headers, config, head, !bodiless)?;
     let body = if bodiless {
         Body::Empty
