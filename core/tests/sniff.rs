@@ -547,3 +547,72 @@ proptest! {
         assert_prefix_stable(&data, |d| proxy::sniff(d, budget));
     }
 }
+
+/// A PROXY v2 header with `family_transport` and `addresses` bytes of
+/// addresses, command PROXY.
+fn proxy_v2(family_transport: u8, addresses: &[u8]) -> Vec<u8> {
+    let mut header = proxy::V2_SIGNATURE.to_vec();
+    header.extend_from_slice(&[0x21, family_transport]);
+    header.extend_from_slice(&u16::try_from(addresses.len()).unwrap().to_be_bytes());
+    header.extend_from_slice(addresses);
+    header
+}
+
+/// The family and transport byte of a PROXY v2 header: seven values are
+/// defined, and "other values ... must be rejected as invalid by
+/// receivers" (proxy-protocol.txt, section 2.2): UNSPEC with a transport,
+/// a family with none, and undefined nibbles.
+#[test]
+fn proxy_v2_takes_only_the_seven_defined_family_transport_bytes() {
+    let defined = [
+        (0x00, 0),
+        (0x11, 12),
+        (0x12, 12),
+        (0x21, 36),
+        (0x22, 36),
+        (0x31, 216),
+        (0x32, 216),
+    ];
+    for byte in 0..=u8::MAX {
+        let len = defined.iter().find(|(b, _)| *b == byte).map(|(_, n)| *n);
+        let header = proxy_v2(byte, &vec![1; len.unwrap_or(216)]);
+        let got = proxy::sniff(&header, proxy::DEFAULT_MAX_HEADER);
+        if len.is_some() {
+            assert!(
+                matches!(got, Sniff::Match { len, .. } if len == header.len()),
+                "{byte:#04x}: {got:?}"
+            );
+        } else {
+            assert!(
+                matches!(
+                    got,
+                    Sniff::Invalid(Error::InvalidInput {
+                        kind: InvalidInput::Proxy(ProxyField::V2Header),
+                        offset: 13
+                    })
+                ),
+                "{byte:#04x}: {got:?}"
+            );
+        }
+    }
+}
+
+/// PROXY v1 UNKNOWN: "the receiver must ignore anything presented before
+/// the CRLF is found" (section 2.1), bytes that are not UTF-8 too.
+#[test]
+fn proxy_v1_unknown_ignores_the_rest_of_its_line_whatever_its_bytes() {
+    for line in [
+        &b"PROXY UNKNOWN\r\nGET / HTTP/1.1\r\n"[..],
+        b"PROXY UNKNOWN ffff::1 ffff::2 1 2\r\nGET / HTTP/1.1\r\n",
+        b"PROXY UNKNOWN \xff\xfe garbage\r\nGET / HTTP/1.1\r\n",
+    ] {
+        let end = line.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+        match proxy::sniff(line, proxy::DEFAULT_MAX_HEADER) {
+            Sniff::Match { len, .. } => assert_eq!(len, end, "{line:?}"),
+            other => panic!("{line:?}: {other:?}"),
+        }
+    }
+    // Not UNKNOWN: a protocol that only starts like it is malformed.
+    let got = proxy::sniff(b"PROXY UNKNOWNX\r\n", proxy::DEFAULT_MAX_HEADER);
+    assert!(matches!(got, Sniff::Invalid(_)), "{got:?}");
+}

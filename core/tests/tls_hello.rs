@@ -261,3 +261,61 @@ fn an_ip_address_as_host_name_is_ignored_as_rustls_ignores_it() {
     assert!(refused_as_server_name(cleave_sni(&hello)));
     assert!(rustls_sni(&hello).is_err());
 }
+
+/// Host names as rustls (pki-types) judges them, held against it both
+/// ways: a last label that is a number (decimal, or hex after `0x`: an
+/// IPv4 address in another form) and a name past 253 bytes with its
+/// trailing dot are refused; names that only look numeric elsewhere, a
+/// trailing dot, `_`, and 63-byte labels are taken.
+#[test]
+fn host_names_are_judged_as_rustls_judges_them() {
+    let data = fixture("tls_openssl_sni_alpn.bin");
+    let a63 = "a".repeat(63);
+    let long = format!("{a63}.{a63}.{a63}.{}.", "b".repeat(61)); // 254 bytes
+    let longest = format!("{a63}.{a63}.{a63}.{}.", "b".repeat(60)); // 253
+    let refused = [
+        "0x7f.0.0.1",
+        "a.123",
+        "example.0x1f",
+        "example.0X",
+        "x.0",
+        "x.00",
+        "a.1.",
+        long.as_str(),
+        "-a.example",
+        "a-.example",
+        "a..example",
+        ".",
+    ];
+    for name in refused {
+        let hello = with_server_name_extension(&data, &sni_list(&[(0, name.as_bytes())], b"", b""));
+        assert!(rustls_sni(&hello).is_err(), "rustls takes {name:?}");
+        assert!(
+            refused_as_server_name(cleave_sni(&hello)),
+            "{name:?}: {:?}",
+            cleave_sni(&hello)
+        );
+    }
+    let taken = [
+        "123.example",
+        "0x1f.example",
+        "example.0xg",
+        "example.1a",
+        "a_b.example",
+        "example.com.",
+        longest.as_str(),
+        "x",
+    ];
+    for name in taken {
+        let hello = with_server_name_extension(&data, &sni_list(&[(0, name.as_bytes())], b"", b""));
+        // rustls gives the name without its trailing dot; cleave keeps
+        // it as sent (its `HostPattern`s match either way).
+        let bare = name.strip_suffix('.').unwrap_or(name);
+        assert_eq!(
+            rustls_sni(&hello),
+            Ok(Some(bare.to_owned())),
+            "rustls, {name:?}"
+        );
+        assert_eq!(cleave_sni(&hello), Ok(Some(name.to_owned())), "{name:?}");
+    }
+}

@@ -348,11 +348,9 @@ impl Sniffer {
 }
 
 fn parse_v1(line: &[u8]) -> Option<ProxyHeader> {
-    let line = core::str::from_utf8(line).ok()?;
-    let mut parts = line.split(' ');
-    let protocol = parts.next()?;
-    if protocol == "UNKNOWN" {
-        // The rest of the line is to be ignored.
+    if line == b"UNKNOWN" || line.starts_with(b"UNKNOWN ") {
+        // "The receiver must ignore anything presented before the CRLF
+        // is found": whatever bytes they are.
         return Some(ProxyHeader::new(
             1,
             Command::Proxy,
@@ -360,6 +358,9 @@ fn parse_v1(line: &[u8]) -> Option<ProxyHeader> {
             Addresses::Unknown,
         ));
     }
+    let line = core::str::from_utf8(line).ok()?;
+    let mut parts = line.split(' ');
+    let protocol = parts.next()?;
     let (src, dst, sport, dport) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
     if parts.next().is_some() {
         return None;
@@ -429,19 +430,20 @@ fn parse_v2(header: &[u8]) -> Result<ProxyHeader, (ProxyField, usize)> {
             Addresses::Unknown,
         ));
     }
-    let transport = match header[13] & 0x0f {
-        0 => Transport::Unspecified,
-        1 => Transport::Stream,
-        2 => Transport::Datagram,
+    // The family and the transport together: seven values are defined,
+    // and "other values ... must be rejected as invalid by receivers"
+    // (UNSPEC with a transport, a family with none).
+    let (family, transport) = match header[13] {
+        0x00 => (0, Transport::Unspecified),
+        0x11 | 0x21 | 0x31 => (header[13] >> 4, Transport::Stream),
+        0x12 | 0x22 | 0x32 => (header[13] >> 4, Transport::Datagram),
         _ => return Err((ProxyField::V2Header, 13)),
     };
-    let family = header[13] >> 4;
     let address_len = match family {
         0 => 0,
         1 => 12,
         2 => 36,
-        3 => 216,
-        _ => return Err((ProxyField::V2Header, 13)),
+        _ => 216,
     };
     let mut body = Reader::new(&header[16..]);
     let addresses = body.take(address_len).ok_or((ProxyField::V2Address, 16))?;

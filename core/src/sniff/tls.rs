@@ -432,10 +432,14 @@ fn is_ip_address(value: &[u8]) -> bool {
     core::str::from_utf8(value).is_ok_and(|text| text.parse::<core::net::IpAddr>().is_ok())
 }
 
-/// A DNS host name: labels of letters, digits, `-` and `_`, 1-63 bytes
-/// each, 253 in all, not an IP address (RFC 6066: no literal addresses).
+/// A DNS host name as rustls (pki-types 1.16) takes one: labels of
+/// letters, digits, `-` and `_`, 1-63 bytes each, not starting or ending
+/// with `-`; 253 bytes in all with an optional trailing dot; and a last
+/// label that is no number (decimal, or hex after `0x`), so that no IPv4
+/// address in another form (`0x7f.0.0.1`) passes for a name (RFC 6066
+/// allows no literal addresses; WHATWG's "ends in a number").
 fn is_dns_name(name: &[u8]) -> bool {
-    let name = name.strip_suffix(b".").unwrap_or(name);
+    let labels = name.strip_suffix(b".").unwrap_or(name);
     let label_ok = |label: &[u8]| {
         !label.is_empty()
             && label.len() <= 63
@@ -445,12 +449,14 @@ fn is_dns_name(name: &[u8]) -> bool {
             && label[0] != b'-'
             && label[label.len() - 1] != b'-'
     };
-    !name.is_empty()
+    let is_number = |label: &[u8]| match label {
+        [b'0', b'x' | b'X', hex @ ..] => hex.iter().all(u8::is_ascii_hexdigit),
+        _ => label.iter().all(u8::is_ascii_digit),
+    };
+    !labels.is_empty()
         && name.len() <= 253
-        && name.split(|&b| b == b'.').all(label_ok)
-        && !name
-            .split(|&b| b == b'.')
-            .all(|l| l.iter().all(u8::is_ascii_digit))
+        && labels.split(|&b| b == b'.').all(label_ok)
+        && !labels.rsplit(|&b| b == b'.').next().is_some_and(is_number)
 }
 
 fn alpn(data: &mut Reader<'_>) -> Result<Vec<Bytes>, TlsField> {
