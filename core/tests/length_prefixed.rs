@@ -350,3 +350,34 @@ fn frames_are_views_of_the_receive_buffer() {
         (base + 4, base + 11)
     );
 }
+
+/// An adjustment below minus the field's largest value leaves every
+/// field declaring a negative body: nothing could be decoded or encoded,
+/// so the configuration is refused (the encoder answered `TooLong { len:
+/// 0, max: 0 }`, refusing what it named as allowed). At the bound, the
+/// largest field encodes and decodes an empty body.
+#[test]
+fn an_adjustment_that_leaves_no_body_is_an_invalid_configuration() {
+    use cleave_proto::{Encoder, Misuse};
+    for (width, field_max) in [(1, 255i64), (2, 65_535), (4, u32::MAX as i64)] {
+        let config = LengthConfig::default().field_width(width).unwrap();
+        let refused = LengthPrefixed::with_config(config.adjustment(-field_max - 1));
+        assert!(
+            matches!(
+                refused,
+                Err(Error::Misuse(Misuse::InvalidConfig { setting: "adjustment", value, .. }))
+                    if value == field_max.unsigned_abs() + 1
+            ),
+            "width {width}: {refused:?}"
+        );
+        let mut codec = LengthPrefixed::with_config(config.adjustment(-field_max)).unwrap();
+        let frame = codec.encode(Bytes::new()).unwrap();
+        let mut buf = RecvBuf::new();
+        buf.feed(&frame.to_bytes()).unwrap();
+        assert_eq!(
+            codec.decode(&mut buf),
+            Ok(Some(Bytes::new())),
+            "width {width}"
+        );
+    }
+}

@@ -289,6 +289,17 @@ impl LengthPrefixed {
                 "at least the magic's length: the magic comes before the length field",
             ));
         }
+        // width is 1..=8: the shift is 0..=56.
+        let field_max = u64::MAX >> (8 * (8 - config.width));
+        if i128::from(config.adjustment) < -i128::from(field_max) {
+            // Every field would declare a negative body: no frame could
+            // be decoded or encoded.
+            return Err(Error::invalid_config(
+                "adjustment",
+                config.adjustment.unsigned_abs(),
+                "at least minus the field's largest value (the value here is the magnitude)",
+            ));
+        }
         if let Some(skip) = config.skip {
             if skip > config.header_len() {
                 return Err(Error::invalid_config(

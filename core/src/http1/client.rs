@@ -167,7 +167,12 @@ impl Client {
             }
             return Ok(None);
         }
-        let Some(len) = search.poll(recv.peek(), recv.offset(), Role::Response, &self.config)?
+        let Some(len) = search.poll(
+            recv.peek(),
+            (recv.stream(), recv.offset()),
+            Role::Response,
+            &self.config,
+        )?
         else {
             return if eof { Err(truncated(recv)) } else { Ok(None) };
         };

@@ -21,22 +21,28 @@ pub(crate) struct HeadSearch {
     checked: usize,
     /// The stream offset of the head's first byte.
     start: u64,
+    /// The stream ([`RecvBuf::stream`]) the search is in: given another
+    /// stream's buffer, even at the same offset, it starts over.
+    stream: u32,
 }
 
 impl HeadSearch {
     /// The length of the head at the front of `buf` (at stream offset
-    /// `offset`) once it is whole, `None` while it is not.
+    /// `offset` of stream `stream`) once it is whole, `None` while it is
+    /// not.
     pub(crate) fn poll(
         &mut self,
         buf: &[u8],
-        offset: u64,
+        (stream, offset): (u32, u64),
         role: Role,
         config: &Http1Config,
     ) -> Result<Option<usize>, Error> {
-        if self.start != offset {
-            // A new head, or bytes taken by someone else: start over.
+        if self.start != offset || self.stream != stream {
+            // A new head, bytes taken by someone else, or another
+            // stream's buffer: start over.
             *self = Self {
                 start: offset,
+                stream,
                 ..Self::default()
             };
         }
@@ -68,10 +74,11 @@ impl HeadSearch {
     pub(crate) fn request_at_once(
         &self,
         buf: &[u8],
-        offset: u64,
+        (stream, offset): (u32, u64),
         config: &Http1Config,
     ) -> Option<(usize, RequestParts)> {
-        if self.start == offset && !(self.checked == 0 && self.scan.is_fresh()) {
+        let resumed = self.start == offset && self.stream == stream;
+        if resumed && !(self.checked == 0 && self.scan.is_fresh()) {
             return None;
         }
         if matches!(buf.first(), None | Some(b'\r' | b'\n')) {
@@ -118,10 +125,13 @@ impl HeadReader {
             }
         }
         let buf = &all[skip..];
-        let Some(len) =
-            self.search
-                .poll(buf, recv.offset() + skip as u64, Role::Request, config)?
-        else {
+        // A CR alone may be the start of an empty line to skip: its LF
+        // decides, whatever the head's limits (as when both came at once).
+        if buf == b"\r" {
+            return Ok(None);
+        }
+        let at = (recv.stream(), recv.offset() + skip as u64);
+        let Some(len) = self.search.poll(buf, at, Role::Request, config)? else {
             return Ok(None);
         };
         parse_request(&buf[..len], config)

@@ -176,12 +176,11 @@ impl Server {
             }
             return Ok(None);
         }
-        let (len, parts) = match search.request_at_once(recv.peek(), recv.offset(), &self.config) {
+        let at = (recv.stream(), recv.offset());
+        let (len, parts) = match search.request_at_once(recv.peek(), at, &self.config) {
             Some(whole) => whole,
             None => {
-                let Some(len) =
-                    search.poll(recv.peek(), recv.offset(), Role::Request, &self.config)?
-                else {
+                let Some(len) = search.poll(recv.peek(), at, Role::Request, &self.config)? else {
                     return if eof { Err(truncated(recv)) } else { Ok(None) };
                 };
                 let buf = recv.peek();
