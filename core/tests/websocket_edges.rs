@@ -1404,3 +1404,148 @@ fn a_control_frame_or_a_header_larger_than_the_buffer_is_a_1009_at_once() {
         "{e:?}"
     );
 }
+
+/// A request with the same fields as `req`, `line` as its request line
+/// and `host` as its Host value.
+fn req_at(line: &str, host: &str) -> String {
+    format!(
+        "{line}\r\nHost:{host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: {WSKEY}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+}
+
+/// RFC 6455, section 4.2.1: a Host with the server's authority (an empty
+/// one is none), and a target that names a resource (a path, or an
+/// absolute http/https URI with one): not `*`, not an authority alone,
+/// not another scheme. Each refused request gets a 400.
+#[test]
+fn an_empty_host_or_a_target_that_names_no_resource_is_refused() {
+    use cleave_proto::websocket::refusal;
+    let verdict = |text: String| {
+        let request = parse_request(text.as_bytes()).expect("a valid HTTP request");
+        (
+            accept(&request, &AcceptConfig::default()).is_ok(),
+            refusal(&request),
+        )
+    };
+    for (line, host) in [
+        ("GET /chat HTTP/1.1", ""),
+        ("GET * HTTP/1.1", " a"),
+        ("GET a:80 HTTP/1.1", " a:80"),
+        ("GET ftp://a/x HTTP/1.1", " a"),
+    ] {
+        let (accepted, refusal) = verdict(req_at(line, host));
+        assert!(!accepted, "{line} / Host:{host}: accepted");
+        assert!(refusal.starts_with(b"HTTP/1.1 400 "), "{line}");
+    }
+    for line in [
+        "GET /chat HTTP/1.1",
+        "GET /?q=1 HTTP/1.1",
+        "GET http://a/chat HTTP/1.1",
+        "GET HTTPS://a/ HTTP/1.1",
+    ] {
+        assert!(verdict(req_at(line, " a")).0, "{line}: refused");
+    }
+}
+
+/// A ping that came in the same read as the upgrade request is answered
+/// by the WebSocket as soon as it starts, on the urgent lane; the 101
+/// pushed before the switch still goes out first (`Conn::switch` fences
+/// the bulk lane), so the client sees the handshake before any frame.
+#[test]
+fn the_101_goes_out_before_the_pong_for_a_ping_that_came_with_the_request() {
+    let mut bytes = req_at("GET /chat HTTP/1.1", " a").into_bytes();
+    bytes.extend(frame(true, 9, b"p", KEY));
+    for cut in 0..=bytes.len() {
+        let mut conn = Conn::new(Server::new(), NOW);
+        conn.feed(&bytes[..cut], NOW).unwrap();
+        let Ok(Some(ServerEvent::Head(request))) = conn.poll_event() else {
+            continue; // the head is not whole yet at this cut
+        };
+        assert_eq!(conn.poll_event(), Ok(Some(ServerEvent::End)));
+        let accepted = accept(&request, &AcceptConfig::default()).unwrap();
+        conn.push(accepted.response().clone()).unwrap();
+        let mut ws = conn.switch(|_| WebSocket::server(WsConfig::default()));
+        ws.feed(&bytes[cut..], NOW).unwrap();
+        while ws.poll_event().unwrap().is_some() {}
+        let mut out = Vec::new();
+        while let Some(chunk) = ws.poll_transmit_chunk() {
+            out.extend_from_slice(&chunk);
+            ws.handle_written(chunk.len(), NOW).unwrap();
+        }
+        let head = accepted.response();
+        assert!(
+            out.starts_with(head),
+            "cut {cut}: {:?}",
+            String::from_utf8_lossy(&out)
+        );
+        assert_eq!(
+            &out[head.len()..],
+            b"\x8a\x01p",
+            "cut {cut}: the pong after"
+        );
+    }
+}
+
+/// A peer that ends a compressed message with a BFINAL block (RFC 7692,
+/// section 7.2.3.4) and keeps its window: its next message may refer to
+/// the last one's bytes (section 7.2.2), and is read. Without context
+/// takeover the same reference is refused (no window to refer to).
+#[test]
+fn the_window_survives_a_message_that_ended_with_bfinal() {
+    // "Hello" in a block with BFINAL set (section 7.2.3.4), then "Hello"
+    // again as a back-reference (section 7.2.3.2).
+    let first = frame_rsv(
+        true,
+        true,
+        1,
+        &[0xf3, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00, 0x00],
+        KEY,
+    );
+    let second = frame_rsv(true, true, 1, &[0xf2, 0x00, 0x11, 0x00, 0x00], KEY);
+    let input = [first, second].concat();
+    for takeover in [true, false] {
+        for cut in 0..=input.len() {
+            let mut conn = Conn::new(
+                WebSocket::server(WsConfig::default())
+                    .with_deflate(params(takeover), &DeflateConfig::default()),
+                NOW,
+            );
+            let mut events = Vec::new();
+            let mut failed = None;
+            for piece in [&input[..cut], &input[cut..]] {
+                conn.feed(piece, NOW).unwrap();
+                loop {
+                    match conn.poll_event() {
+                        Ok(Some(event)) => events.push(event),
+                        Ok(None) => break,
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                if failed.is_some() {
+                    break;
+                }
+            }
+            let hello = WsEvent::Text(Bytes::from_static(b"Hello"));
+            if takeover {
+                assert_eq!(failed, None, "cut {cut}");
+                assert_eq!(events, [hello.clone(), hello], "cut {cut}");
+            } else {
+                assert_eq!(events, [hello], "cut {cut}");
+                assert!(
+                    matches!(
+                        failed,
+                        Some(Error::InvalidInput {
+                            kind: InvalidInput::WebSocket(WsField::Compressed),
+                            ..
+                        })
+                    ),
+                    "cut {cut}: {failed:?}"
+                );
+            }
+        }
+    }
+}

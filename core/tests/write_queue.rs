@@ -114,6 +114,39 @@ fn urgent_data_jumps_queued_bulk_data_at_a_frame_boundary() {
     assert_eq!(n, 3);
 }
 
+/// A fence holds urgent data behind the bulk bytes queued before it
+/// (a protocol switch: the 101 before the new protocol's pong), across
+/// partial writes; bulk bytes queued after it may still be jumped.
+#[test]
+fn urgent_data_waits_for_the_bulk_bytes_queued_before_a_fence() {
+    for first_write in [0, 1, 3, 5, 6, 7] {
+        let mut queue = WriteQueue::new();
+        queue.push(Bytes::from_static(b"OLD")).unwrap();
+        queue.push(Bytes::from_static(b"101")).unwrap();
+        queue.fence();
+        queue.push_urgent(Bytes::from_static(b"PONG")).unwrap();
+        queue.push(Bytes::from_static(b"NEW")).unwrap();
+        let mut out = Vec::new();
+        let mut limit = first_write;
+        while !queue.is_flushed() {
+            let presented = {
+                let mut slices = [&b""[..]; 8];
+                let n = queue.chunks(&mut slices);
+                slices[..n].concat()
+            };
+            let n = if limit > 0 {
+                limit.min(presented.len())
+            } else {
+                presented.len()
+            };
+            limit = 0;
+            out.extend_from_slice(&presented[..n]);
+            queue.advance(n).unwrap();
+        }
+        assert_eq!(out, b"OLD101PONGNEW", "first write {first_write}");
+    }
+}
+
 #[test]
 fn an_oversize_push_is_accepted_alone_and_handed_out_in_pieces() {
     let config = WriteQueueConfig::default()

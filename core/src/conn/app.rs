@@ -213,7 +213,10 @@ impl<P: Protocol> Conn<P> {
     /// (unread bytes in place: nothing copied, nothing lost), queue,
     /// lifecycle and timeouts; `next` gets the old protocol and makes the
     /// new one, which starts now. For an HTTP Upgrade, a CONNECT, a marker
-    /// line before raw bytes.
+    /// line before raw bytes. What was queued before the switch goes out
+    /// before anything the new protocol queues on the urgent lane
+    /// ([`WriteQueue::fence`](crate::WriteQueue::fence)): a 101 before the
+    /// pong for a ping that came with the upgrade request.
     ///
     /// ```
     /// use cleave_proto::conn::{Conn, Framed, Raw};
@@ -228,7 +231,10 @@ impl<P: Protocol> Conn<P> {
     /// # Ok::<(), cleave_proto::Error>(())
     /// ```
     #[must_use = "the connection, with its unread bytes, is in the result"]
-    pub fn switch<Q: Protocol>(self, next: impl FnOnce(P) -> Q) -> Conn<Q> {
+    pub fn switch<Q: Protocol>(mut self, next: impl FnOnce(P) -> Q) -> Conn<Q> {
+        // What the old protocol queued (its last reply: a 101) goes out
+        // before anything the new one answers on the urgent lane.
+        self.send.fence();
         let mut protocol = next(self.protocol);
         protocol.start(Duration::from_nanos(self.clock.now));
         Conn {

@@ -656,7 +656,8 @@ pub(crate) struct Deflate {
     inflating: bool,
     /// The peer's message being inflated closed its DEFLATE stream (a
     /// block with BFINAL set, RFC 7692 section 7.2.3.4): the rest of it is
-    /// ignored, and the next message starts a new stream.
+    /// ignored, and the next message starts a new stream (with this one's
+    /// last bytes as its window, under context takeover).
     ended: bool,
 }
 
@@ -750,7 +751,7 @@ impl Deflate {
             }
         }
         match result {
-            Ok(()) if last => self.end_message(),
+            Ok(()) if last => self.end_message(out),
             Ok(()) => self.inflating = true,
             Err(_) => {
                 self.decompressor = None;
@@ -817,13 +818,26 @@ impl Deflate {
         Ok(())
     }
 
-    /// A message was inflated whole: the decompressor starts afresh if the
-    /// peer does (no context takeover) or its stream ended.
-    fn end_message(&mut self) {
+    /// A message was inflated whole (`message` ends with its last bytes):
+    /// the decompressor starts afresh if the peer does (no context
+    /// takeover). If the peer's stream ended (a block with BFINAL set) and
+    /// it keeps its window, a new stream starts with the last 32 KiB of
+    /// `message` as its dictionary (RFC 7692, section 7.2.2: the next
+    /// message may refer to them). A reference further back, into an
+    /// earlier message, then fails as too far back: never misread.
+    fn end_message(&mut self, message: &[u8]) {
         self.inflating = false;
         if self.theirs.no_context_takeover || self.ended {
             if let Some(decompressor) = &mut self.decompressor {
                 decompressor.reset(false);
+                if !self.theirs.no_context_takeover {
+                    let tail = &message[message.len().saturating_sub(1 << 15)..];
+                    if decompressor.set_dictionary(tail).is_err() {
+                        // Not expected on a raw stream; an empty window
+                        // still reads right or fails.
+                        decompressor.reset(false);
+                    }
+                }
             }
         }
         self.ended = false;

@@ -295,7 +295,8 @@ fn check_request(request: &Request) -> Result<&[u8], Refused> {
     let headers = request.headers();
     let upgrade_to_websocket = request.method() == "GET"
         && request.version() == Version::Http11
-        && request.host().is_some()
+        && is_resource_name(request.target())
+        && request.host().is_some_and(|host| !host.is_empty())
         && has_token(headers.get_all("upgrade"), b"websocket")
         && has_token(headers.get_all("connection"), b"upgrade");
     if !upgrade_to_websocket {
@@ -315,6 +316,23 @@ fn check_request(request: &Request) -> Result<&[u8], Refused> {
         return Err(Refused::Malformed);
     }
     Ok(key)
+}
+
+/// Whether a request target names a resource as RFC 6455 (sections 3
+/// and 4.2.1) asks: a path (`/` and an optional query), or an absolute
+/// `http`, `https`, `ws` or `wss` URI holding one; not `*`, not an
+/// authority alone (`host:port`), not another scheme.
+fn is_resource_name(target: &str) -> bool {
+    if target.starts_with('/') {
+        return true;
+    }
+    let Some((scheme, rest)) = target.split_once("://") else {
+        return false;
+    };
+    ["http", "https", "ws", "wss"]
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(scheme))
+        && !rest.is_empty()
 }
 
 /// Whether a `Sec-WebSocket-Key` is the base64 of 16 bytes: 24 characters

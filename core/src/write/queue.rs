@@ -205,7 +205,8 @@ impl Plan {
 ///
 /// - Bytes come out in push order within a lane, exactly once, across any
 ///   sequence of partial writes. The parts of a frame are never separated:
-///   an urgent push waits for the frame in progress to finish.
+///   an urgent push waits for the frame in progress to finish, and for
+///   the bulk bytes queued before a [`fence`](Self::fence).
 /// - Each lane's item and byte limits hold at every step. A push that does
 ///   not fit is refused whole and its `Bytes` come back in the
 ///   [`Rejected`]. One push larger than the byte limit is accepted when its
@@ -252,6 +253,9 @@ pub struct WriteQueue {
     /// from then on for its counters, which name its tickets.
     urgent: Option<Box<LaneQueue>>,
     plan: Plan,
+    /// Bulk bytes up to this offset of the lane go out before any urgent
+    /// data ([`fence`](WriteQueue::fence)).
+    fence: u64,
     closed: bool,
     config: WriteQueueConfig,
 }
@@ -276,6 +280,7 @@ impl WriteQueue {
             bulk: LaneQueue::default(),
             urgent: None,
             plan: Plan::EMPTY,
+            fence: 0,
             closed: false,
             config,
         }
@@ -430,6 +435,16 @@ impl WriteQueue {
     #[allow(clippy::result_large_err)]
     pub fn push_urgent_frame(&mut self, frame: Frame) -> Result<Ticket, Rejected<Frame, Refusal>> {
         self.push_frame_in(Lane::Urgent, frame)
+    }
+
+    /// Makes everything queued in the bulk lane so far go out before any
+    /// urgent data, from now on: for a protocol switch, whose new
+    /// protocol may answer at once on the urgent lane (a WebSocket's pong
+    /// for a ping that came with the upgrade request) while the old one's
+    /// last bytes (the `101 Switching Protocols`) still wait in the bulk
+    /// lane. [`Conn::switch`](crate::Conn::switch) calls it.
+    pub fn fence(&mut self) {
+        self.fence = self.bulk.pushed;
     }
 
     /// Stops accepting pushes; what is queued stays and is drained as usual.
@@ -754,9 +769,18 @@ impl WriteQueue {
         let mut bytes = self.config.max_drain_bytes;
         let mut plan = Plan::EMPTY;
         let mut cursors = [(0, 0); 2];
-        let runs = if self.bulk.mid_frame() {
+        // Bulk bytes that must go before urgent data: the rest of a push
+        // in progress, and what a fence holds ahead.
+        let fenced =
+            usize::try_from(self.fence.saturating_sub(self.bulk.written)).unwrap_or(usize::MAX);
+        let ahead = if self.bulk.mid_frame() {
+            self.bulk.frame_rest().max(fenced)
+        } else {
+            fenced
+        };
+        let runs = if ahead > 0 {
             [
-                (Lane::Bulk, self.bulk.frame_rest()),
+                (Lane::Bulk, ahead),
                 (Lane::Urgent, usize::MAX),
                 (Lane::Bulk, usize::MAX),
             ]
