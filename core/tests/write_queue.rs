@@ -147,6 +147,31 @@ fn urgent_data_waits_for_the_bulk_bytes_queued_before_a_fence() {
     }
 }
 
+/// `take_refused` says once that a push was refused for room (a driver
+/// whose write makes room then asks the protocol again); a refusal of a
+/// closed queue is not one for room.
+#[test]
+fn a_refusal_for_room_is_reported_once() {
+    let config = WriteQueueConfig::default().max_items(1).unwrap();
+    let mut queue = WriteQueue::with_config(config);
+    assert!(!queue.take_refused());
+    queue.push(Bytes::from_static(b"a")).unwrap();
+    assert!(queue.push(Bytes::from_static(b"b")).is_err());
+    assert!(queue.take_refused());
+    assert!(!queue.take_refused(), "reported once");
+    {
+        let mut slices = [&b""[..]; 2];
+        queue.chunks(&mut slices);
+    }
+    queue.advance(1).unwrap();
+    queue.close();
+    assert!(matches!(
+        queue.push(Bytes::from_static(b"c")).map_err(|r| *r.error()),
+        Err(Refusal::Closed)
+    ));
+    assert!(!queue.take_refused(), "closed is not full");
+}
+
 #[test]
 fn an_oversize_push_is_accepted_alone_and_handed_out_in_pieces() {
     let config = WriteQueueConfig::default()

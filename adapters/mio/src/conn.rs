@@ -76,6 +76,10 @@ pub struct Conn<S, P> {
     drained: bool,
     /// What the socket is registered for, if it is.
     registered: Option<Interest>,
+    /// A write made room after a push was refused for it: the protocol
+    /// may go on (an owed reply, the bytes behind it) with no new event,
+    /// so it is asked again at once (`deadline` is now).
+    repoll: bool,
 }
 
 impl<S: Socket, P: Protocol> Conn<S, P> {
@@ -96,6 +100,7 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
             read_budget: DEFAULT_READ_BUDGET,
             drained: false,
             registered: None,
+            repoll: false,
         }
     }
 
@@ -138,6 +143,12 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
                 written?;
             }
         }
+        // Room the write made lets a protocol that waited for it go on.
+        while self.repoll && read.is_ok() {
+            self.repoll = false;
+            self.poll_events(events)?;
+            self.on_writable()?;
+        }
         read
     }
 
@@ -168,9 +179,11 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
         shortcut: bool,
     ) -> Result<ReadOutcome, ConnError> {
         let mut outcome = ReadOutcome::default();
-        if !self.conn.wants_read() && self.conn.error().is_none() {
-            // Nothing to read, but a protocol just switched to may have
-            // buffered bytes, or the end of the stream, to hand out.
+        if self.conn.error().is_none() {
+            // Before reading: a protocol just switched to may have
+            // buffered bytes, or the end of the stream, to hand out, and
+            // one that waited for room may go on.
+            self.repoll = false;
             self.poll_events(events)?;
         }
         while self.conn.wants_read() {
@@ -248,6 +261,7 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
     /// What the socket says; the queue is aborted then (its tickets will
     /// never complete) and nothing more is written.
     pub fn on_writable(&mut self) -> Result<bool, ConnError> {
+        let mut wrote = false;
         loop {
             let io = &mut self.io;
             let written = self.conn.write_io(self.base.elapsed(), |slices| {
@@ -258,10 +272,14 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
             });
             match written? {
                 Some(0) => break, // nothing queued, or nothing may go out
-                Some(_) => {}
-                None => return Ok(false),
+                Some(_) => wrote = true,
+                None => {
+                    self.note_room(wrote);
+                    return Ok(false);
+                }
             }
         }
+        self.note_room(wrote);
         if self.drained {
             // Answered, and nothing more to read: keep no write memory.
             self.conn.queue_mut().release_idle();
@@ -272,6 +290,14 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
             done => done?,
         }
         Ok(self.conn.queue().is_flushed())
+    }
+
+    /// After a write: if it made room and a push was refused for room
+    /// since the last look, the protocol is to be asked again.
+    fn note_room(&mut self, wrote: bool) {
+        if wrote && self.conn.queue_mut().take_refused() {
+            self.repoll = true;
+        }
     }
 
     /// Does to the socket what the core asks: a FIN or a reset.
@@ -297,6 +323,7 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
     /// protocol errors and [`on_writable`](Self::on_writable)'s.
     pub fn on_timeout(&mut self, events: &mut Vec<P::Event>) -> Result<(), ConnError> {
         self.conn.handle_timeout(self.now());
+        self.repoll = false;
         let polled = self.poll_events(events);
         let written = self.on_writable();
         polled?;
@@ -308,8 +335,17 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
     /// protocol's own deadline (a session's inspect delay), known from the
     /// start. Use it for the poll loop's timeout. `None` when nothing
     /// runs (a deadline past what `Instant` can hold is none at all).
+    ///
+    /// It is now when a write made room for a protocol that waited for it
+    /// (a reply it could not queue, and the bytes behind it): no event
+    /// will come for that, and `on_timeout` asks the protocol again.
     #[must_use]
     pub fn deadline(&self) -> Option<Instant> {
+        if self.repoll {
+            // A write made room for a protocol that waited for it: ask it
+            // again now, through `on_timeout`.
+            return Some(self.base + self.now());
+        }
         self.conn
             .poll_timeout()
             .and_then(|at| self.base.checked_add(at))
@@ -422,6 +458,7 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
             read_budget: self.read_budget,
             drained: self.drained,
             registered: self.registered,
+            repoll: self.repoll,
         }
     }
 

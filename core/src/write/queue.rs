@@ -257,6 +257,8 @@ pub struct WriteQueue {
     /// data ([`fence`](WriteQueue::fence)).
     fence: u64,
     closed: bool,
+    /// A push was refused for room since [`take_refused`](WriteQueue::take_refused).
+    refused: bool,
     config: WriteQueueConfig,
 }
 
@@ -282,6 +284,7 @@ impl WriteQueue {
             plan: Plan::EMPTY,
             fence: 0,
             closed: false,
+            refused: false,
             config,
         }
     }
@@ -445,6 +448,15 @@ impl WriteQueue {
     /// lane. [`Conn::switch`](crate::Conn::switch) calls it.
     pub fn fence(&mut self) {
         self.fence = self.bulk.pushed;
+    }
+
+    /// Whether a push was refused for room ([`Refusal::Full`]) since the
+    /// last call, which forgets it. A protocol that could not queue a
+    /// reply of its own (a pong) waits for room and reads nothing more
+    /// until then: a driver whose write made room asks it again
+    /// (`poll_event`) when this says so, even if no read comes.
+    pub fn take_refused(&mut self) -> bool {
+        core::mem::take(&mut self.refused)
     }
 
     /// Stops accepting pushes; what is queued stays and is drained as usual.
@@ -647,6 +659,7 @@ impl WriteQueue {
     #[inline(always)]
     fn push_in(&mut self, lane: Lane, bytes: Bytes) -> Result<Ticket, Rejected<Bytes, Refusal>> {
         if let Err(e) = self.admit(lane, bytes.len()) {
+            self.refused |= matches!(e, Refusal::Full(_));
             return Err(Rejected::new(e, bytes));
         }
         let ticket = self.account(lane, bytes.len());
@@ -666,6 +679,7 @@ impl WriteQueue {
         frame: Frame,
     ) -> Result<Ticket, Rejected<Frame, Refusal>> {
         if let Err(e) = self.admit(lane, frame.len()) {
+            self.refused |= matches!(e, Refusal::Full(_));
             return Err(Rejected::new(e, frame));
         }
         Ok(self.append_frame(lane, frame))
