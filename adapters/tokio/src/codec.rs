@@ -20,6 +20,13 @@ use crate::error::ConnError;
 /// The count assumes one stream: give each connection its own codec, and
 /// do not take bytes out of the `Framed`'s buffer behind its back.
 ///
+/// The `Framed` owns its buffer and sizes its reads by it, so the lent
+/// buffer is taken as it is: however much the `Framed` read ahead (it
+/// doubles its buffer while a frame is incomplete), and its block is
+/// never given back when a frame empties it (the next read would be
+/// offered a few bytes). What bounds memory is the codec's own limits (a
+/// line's length, a frame's length), as with tokio-util's codecs.
+///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), cleave_tokio::ConnError> {
@@ -54,7 +61,7 @@ impl<C> TokioCodec<C> {
     pub fn new(codec: C) -> Self {
         Self {
             codec,
-            config: RecvBufConfig::default(),
+            config: lent_config(),
             position: Position::start(),
         }
     }
@@ -96,6 +103,18 @@ impl<C> TokioCodec<C> {
         *src = buf.into_buffer();
         Ok(result?)
     }
+}
+
+/// The receive-buffer settings for a buffer the `Framed` owns: no limit
+/// of its own (the `Framed` decides how much it reads), and no block
+/// given back when it empties (the `Framed` reads into what it gets
+/// back).
+fn lent_config() -> RecvBufConfig {
+    RecvBufConfig::default()
+        .max_buffered(usize::MAX)
+        .unwrap_or_default()
+        .idle_capacity(usize::MAX)
+        .release_when_idle(false)
 }
 
 impl<C: Decoder> tokio_util::codec::Decoder for TokioCodec<C> {
