@@ -21,6 +21,10 @@ impl<P: Protocol> Conn<P> {
     /// protocol that does not move it, does not spin.
     pub fn handle_timeout(&mut self, now: Duration) {
         self.tick(now);
+        // Whether the protocol's deadline passed before this call already
+        // (and it had its `poll_event` since): then it does not hold a
+        // connection timeout back again.
+        let had_its_turn = self.spent;
         self.spent = self
             .protocol_deadline()
             .is_some_and(|at| nanos(at) <= self.clock.now);
@@ -39,7 +43,15 @@ impl<P: Protocol> Conn<P> {
             return;
         }
         if let Some((at, which)) = self.conn_deadline() {
-            if self.clock.now >= at {
+            // A timer that fires late, past two deadlines, acts on them in
+            // their order: the protocol's earlier one first (a router's
+            // inspect delay routes a silent client before the opening
+            // timeout would cut it), at the next `poll_event`; the
+            // connection's comes at the next call if it still runs.
+            let protocol_first = self.spent
+                && !had_its_turn
+                && self.protocol_deadline().is_some_and(|p| nanos(p) < at);
+            if self.clock.now >= at && !protocol_first {
                 self.time_out(which);
             }
         }
@@ -108,20 +120,25 @@ impl<P: Protocol> Conn<P> {
         }
     }
 
-    /// When a connection that failed or timed out, and closes cleanly,
-    /// gives up on a peer that does not take what is queued (the last
-    /// reply, the rest of a response): the idle span (or the tunnel's)
-    /// after the end or the last byte written since, then a reset. Without it a peer that
-    /// stops reading would hold the connection for ever.
+    /// When a connection that failed or timed out, and closes cleanly or
+    /// is left open, gives up on a peer that does not take what is queued
+    /// (the last reply, the rest of a response): the idle span (else the
+    /// tunnel's, the frame's or the opening's) after the end or the last
+    /// byte written since, then a reset. Without it a peer that stops
+    /// reading would hold the connection for ever.
     pub(super) fn linger_deadline(&self) -> Option<Nanos> {
-        if self.write != WriteSide::Closing || self.send.is_flushed() {
+        // Closing, or still open after a protocol error (the application
+        // may never close): either way, bytes a peer may never take.
+        let writing = matches!(self.write, WriteSide::Open | WriteSide::Closing);
+        if !writing || self.send.is_flushed() {
             return None;
         }
-        let [idle, _, _, tunnel_idle] = self.timeouts.spans();
-        let span = if idle == NEVER { tunnel_idle } else { idle };
-        if span == NEVER {
-            return None;
-        }
+        // The idle span, else the tunnel's, else the frame's or the
+        // opening's: any span given bounds a peer that stops reading.
+        let [idle, opening, frame, tunnel_idle] = self.timeouts.spans();
+        let span = [idle, tunnel_idle, frame, opening]
+            .into_iter()
+            .find(|&span| span != NEVER)?;
         self.clock
             .active
             .checked_add(span)
@@ -158,7 +175,12 @@ impl<P: Protocol> Conn<P> {
                 consider(after(c.active, idle), Timeout::Idle);
             }
             Phase::Tunnel => consider(after(c.active, tunnel_idle), Timeout::TunnelIdle),
-            // Only the write side is left: a peer that stops reading.
+            // Only the write side is left: a peer that stops reading, by
+            // the idle span, else the tunnel's (a tunnel the peer
+            // half-closed).
+            Phase::Done if idle == NEVER => {
+                consider(after(c.active, tunnel_idle), Timeout::TunnelIdle);
+            }
             Phase::Done => consider(after(c.active, idle), Timeout::Idle),
         }
         best

@@ -142,7 +142,16 @@ impl HeadReader {
 
 /// Takes the empty lines before a request line off `recv` (RFC 9112,
 /// section 2.2: a server ignores at least one); returns how many bytes.
-pub(crate) fn skip_empty_lines(recv: &mut RecvBuf, config: &Http1Config) -> Result<usize, Error> {
+/// They count toward the head's limit, with `blank` the bytes of them
+/// taken since the last head: a peer that sends only empty lines, a byte
+/// at a time, is refused at `max_head` bytes of them rather than kept
+/// for ever (each byte restarts the idle timeout, and no frame starts).
+/// The refusal comes at the same byte however they arrive.
+pub(crate) fn skip_empty_lines(
+    recv: &mut RecvBuf,
+    config: &Http1Config,
+    blank: &mut usize,
+) -> Result<usize, Error> {
     let mut skipped = 0;
     loop {
         let n = match recv.peek() {
@@ -150,7 +159,17 @@ pub(crate) fn skip_empty_lines(recv: &mut RecvBuf, config: &Http1Config) -> Resu
             [b'\n', ..] if config.get_allow_bare_lf() => 1,
             _ => return Ok(skipped),
         };
+        let max = config.get_max_head();
+        if blank.saturating_add(n) > max {
+            return Err(Error::LimitExceeded {
+                limit: Limit::HeadLength,
+                max: max as u64,
+                attempted: blank.saturating_add(n) as u64,
+                offset: recv.offset(),
+            });
+        }
         recv.advance(n)?;
+        *blank += n;
         skipped += n;
     }
 }

@@ -85,7 +85,11 @@ pub struct Server {
 enum State {
     /// Reading a head: the search so far, the bytes judged early, and
     /// where in the stream the head starts.
-    Head { search: HeadSearch },
+    Head {
+        search: HeadSearch,
+        /// Bytes of empty lines taken before this head.
+        blank: usize,
+    },
     /// Reading a body (`None`: none); `last` says whether parsing stops
     /// after it.
     Body { body: Option<BodyState>, last: Last },
@@ -161,15 +165,15 @@ impl Server {
     }
 
     fn head(&mut self, recv: &mut RecvBuf, eof: bool) -> Result<Option<ServerEvent>, Error> {
-        skip_empty_lines(recv, &self.config)?;
+        let State::Head { search, blank } = &mut self.state else {
+            return Ok(None);
+        };
+        skip_empty_lines(recv, &self.config, blank)?;
         // A CR alone may be the start of an empty line to skip: its LF
         // decides, whatever the head's limits (as when both came at once).
         if recv.peek() == b"\r" && !eof {
             return Ok(None);
         }
-        let State::Head { search } = &mut self.state else {
-            return Ok(None);
-        };
         if recv.is_empty() {
             if eof {
                 self.state = State::Done(Last::Close);
@@ -216,6 +220,7 @@ const REQUEST_TIMEOUT: &[u8] =
 fn fresh() -> State {
     State::Head {
         search: HeadSearch::default(),
+        blank: 0,
     }
 }
 

@@ -875,7 +875,10 @@ impl<P: Account> Script<'_, P> {
                 (after(self.active, t.get_idle()), Timeout::Idle),
             ],
             Phase::Tunnel => vec![(after(self.active, t.get_tunnel_idle()), Timeout::TunnelIdle)],
-            Phase::Done => vec![(after(self.active, t.get_idle()), Timeout::Idle)],
+            Phase::Done => match t.get_idle() {
+                Some(idle) => vec![(Some(self.active + idle), Timeout::Idle)],
+                None => vec![(after(self.active, t.get_tunnel_idle()), Timeout::TunnelIdle)],
+            },
         };
         let at = candidates.iter().filter_map(|(at, _)| *at).min()?;
         let which = candidates
@@ -902,16 +905,20 @@ impl<P: Account> Script<'_, P> {
         }
     }
 
-    /// After an error, a clean close waits for the peer to take what is
-    /// queued for the idle span (the tunnel's without one), then resets.
+    /// After an error, a clean close (or a write side left open) waits
+    /// for the peer to take what is queued for the idle span (else the
+    /// tunnel's, the frame's, the opening's), then resets.
     fn linger(&self) -> Option<Duration> {
-        if self.error.is_none() || self.write != WriteSide::Closing || self.pending() == 0 {
+        let writing = matches!(self.write, WriteSide::Open | WriteSide::Closing);
+        if self.error.is_none() || !writing || self.pending() == 0 {
             return None;
         }
-        let span = self
-            .timeouts
+        let t = &self.timeouts;
+        let span = t
             .get_idle()
-            .or(self.timeouts.get_tunnel_idle())?;
+            .or(t.get_tunnel_idle())
+            .or(t.get_frame())
+            .or(t.get_opening())?;
         Some(self.active + span)
     }
 
@@ -944,6 +951,12 @@ impl<P: Account> Script<'_, P> {
         let before = self.observe();
         let buffered = !self.conn.recv_buf().is_empty();
         let lingered = self.linger().is_some_and(|at| at <= now);
+        // The protocol's deadline passed at an earlier call and it had its
+        // poll since: it holds no connection timeout back again.
+        let had_its_turn = self.spent.is_some()
+            && self
+                .protocol_deadline()
+                .is_some_and(|at| at <= now - Duration::from_millis(ms));
         self.spent = self.protocol_deadline().filter(|&at| at <= now);
         self.conn.handle_timeout(now);
         if lingered {
@@ -955,8 +968,18 @@ impl<P: Account> Script<'_, P> {
             Some(at) => at <= now,
             None => false,
         };
+        // Past both, the protocol's earlier deadline goes first.
+        let protocol_first = |at: Duration| {
+            self.spent.is_some()
+                && !had_its_turn
+                && self.protocol_deadline().is_some_and(|p| p < at)
+        };
         let timed_out = match conn_deadline {
-            Some((at, which)) if due && at <= now && self.error.is_none() => Some(which),
+            Some((at, which))
+                if due && at <= now && self.error.is_none() && !protocol_first(at) =>
+            {
+                Some(which)
+            }
             _ => None,
         };
         let Some(which) = timed_out else {
