@@ -253,9 +253,10 @@ pub struct WriteQueue {
     /// from then on for its counters, which name its tickets.
     urgent: Option<Box<LaneQueue>>,
     plan: Plan,
-    /// Bulk bytes up to this offset of the lane go out before any urgent
-    /// data ([`fence`](WriteQueue::fence)).
-    fence: u64,
+    /// The bulk lane's next pending pushes that go out before any urgent
+    /// data ([`fence`](WriteQueue::fence)): a count, not an offset, so
+    /// that it fits beside the flags (no byte more per connection).
+    fence: u32,
     closed: bool,
     /// A push was refused for room since [`take_refused`](WriteQueue::take_refused).
     refused: bool,
@@ -447,7 +448,7 @@ impl WriteQueue {
     /// last bytes (the `101 Switching Protocols`) still wait in the bulk
     /// lane. [`Conn::switch`](crate::Conn::switch) calls it.
     pub fn fence(&mut self) {
-        self.fence = self.bulk.pushed;
+        self.fence = u32::try_from(self.bulk.ends.len()).unwrap_or(u32::MAX);
     }
 
     /// Whether a push was refused for room ([`Refusal::Full`]) since the
@@ -477,6 +478,7 @@ impl WriteQueue {
             lane.pending = 0;
         }
         self.plan = Plan::EMPTY;
+        self.fence = 0;
         self.closed = true;
         dropped
     }
@@ -785,8 +787,12 @@ impl WriteQueue {
         let mut cursors = [(0, 0); 2];
         // Bulk bytes that must go before urgent data: the rest of a push
         // in progress, and what a fence holds ahead.
-        let fenced =
-            usize::try_from(self.fence.saturating_sub(self.bulk.written)).unwrap_or(usize::MAX);
+        let fenced = match self.fence.checked_sub(1) {
+            Some(last) => self.bulk.ends.get(last as usize).map_or(0, |&end| {
+                usize::try_from(end - self.bulk.written).unwrap_or(usize::MAX)
+            }),
+            None => 0,
+        };
         let ahead = if self.bulk.mid_frame() {
             self.bulk.frame_rest().max(fenced)
         } else {
@@ -867,6 +873,10 @@ impl WriteQueue {
             q.ends.pop_front();
             q.done = end;
             completed += 1;
+        }
+        if lane == Lane::Bulk {
+            let done = u32::try_from(completed).unwrap_or(u32::MAX);
+            self.fence = self.fence.saturating_sub(done);
         }
         completed
     }
