@@ -3,11 +3,14 @@
 //! hostile peer could otherwise dodge, and the order of two that pass at
 //! once.
 
+#[path = "support/ws.rs"]
+mod ws;
+
 use core::time::Duration;
 
 use cleave_proto::conn::{Conn, ConnConfig, Framed, Phase, Protocol, Raw, Shutdown};
-use cleave_proto::websocket::{Kind, WebSocket, WsConfig};
-use cleave_proto::{Bytes, Error, Lines, LinesConfig, Timeout, Timeouts};
+use cleave_proto::websocket::{Kind, WebSocket, WsConfig, WsEvent};
+use cleave_proto::{Bytes, Error, Lines, LinesConfig, Timeout, Timeouts, WriteQueueConfig};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -74,6 +77,36 @@ fn a_half_closed_tunnel_whose_peer_reads_nothing_has_the_tunnel_deadline() {
     );
     conn.handle_timeout(ms(1010));
     assert_eq!(conn.poll_event(), Err(Error::TimedOut(Timeout::TunnelIdle)));
+}
+
+/// After a read error, complete events still buffered come out, even
+/// behind a reply that waits for room (a pong past the urgent lane's
+/// limit): the protocol's `None` then means "room", not "nothing more"
+/// (`Protocol::waits_for_room`). Once all is out, nothing more comes.
+#[test]
+fn after_a_read_error_a_message_behind_an_owed_pong_still_comes() {
+    const KEY: Option<[u8; 4]> = Some([0x11, 0x22, 0x33, 0x44]);
+    let queue = WriteQueueConfig::default().urgent_max_items(2).unwrap();
+    let config = ConnConfig::default().write_queue(queue);
+    let mut conn = Conn::with_config(WebSocket::server(WsConfig::default()), config, ms(0));
+    let mut bytes = Vec::new();
+    for i in 0..3u8 {
+        bytes.extend(ws::frame(true, 9, &[i], KEY)); // pings
+    }
+    bytes.extend(ws::frame(true, 1, b"hello", KEY));
+    conn.feed(&bytes, ms(1)).unwrap();
+    assert_eq!(conn.poll_event(), Ok(None), "the third pong is owed");
+    conn.handle_read_error(ms(2));
+    assert_eq!(conn.poll_event(), Ok(None));
+    assert!(!conn.is_read_done(), "a message may still come");
+    let mut events = Vec::new();
+    for _ in 0..4 {
+        ws::drain(&mut conn); // the peer takes the pongs: room
+        events.extend(conn.poll_event().ok().flatten());
+    }
+    assert_eq!(events, vec![WsEvent::Text("hello".into())]);
+    assert!(conn.recv_buf().is_empty());
+    assert!(conn.is_read_done(), "nothing more after it");
 }
 
 /// A clean close after a frame timeout, with only that span given: the

@@ -500,7 +500,9 @@ impl<P: Protocol> Conn<P> {
                 Ok(Some(event))
             }
             Ok(None) => {
-                if matches!(self.read, ReadSide::Failed | ReadSide::Stopped) {
+                if matches!(self.read, ReadSide::Failed | ReadSide::Stopped)
+                    && !self.protocol.waits_for_room()
+                {
                     self.read = ReadSide::Over;
                 }
                 let framing = matches!(self.protocol.phase(), Phase::Opening | Phase::Framing);

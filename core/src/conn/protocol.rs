@@ -206,6 +206,16 @@ pub trait Protocol {
         }
     }
 
+    /// Whether the protocol's last `None` from
+    /// [`poll_event`](Self::poll_event) waits for room in the queue (a
+    /// reply of its own it could not queue yet, a WebSocket's pong) rather
+    /// than for bytes. After a read error the connection then keeps asking
+    /// it, so complete events behind the reply still come once room is
+    /// made. `false` by default.
+    fn waits_for_room(&self) -> bool {
+        false
+    }
+
     /// The connection is about to wait for its peer
     /// ([`Conn::release_idle`](crate::Conn::release_idle)): give back
     /// memory the protocol does not need between messages (a WebSocket's

@@ -996,6 +996,10 @@ impl Protocol for WebSocket {
         }
     }
 
+    fn waits_for_room(&self) -> bool {
+        self.owed.is_some()
+    }
+
     fn phase(&self) -> Phase {
         // Done once the last answer is queued.
         if self.done && self.owed.is_none() {
