@@ -3,6 +3,8 @@
 //! hostile peer could otherwise dodge, and the order of two that pass at
 //! once.
 
+#[path = "support/events.rs"]
+mod events;
 #[path = "support/ws.rs"]
 mod ws;
 
@@ -144,21 +146,7 @@ fn empty_lines_before_a_request_count_toward_its_head_limit() {
     let mut outcomes = Vec::new();
     for piece in [input.len(), 1] {
         let mut conn = Conn::new(Server::with_config(config), Duration::ZERO);
-        let mut events = Vec::new();
-        let mut failed = None;
-        'feed: for chunk in input.chunks(piece) {
-            conn.feed(chunk, Duration::ZERO).unwrap();
-            loop {
-                match conn.poll_event() {
-                    Ok(Some(event)) => events.push(event),
-                    Ok(None) => break,
-                    Err(e) => {
-                        failed = Some(e);
-                        break 'feed;
-                    }
-                }
-            }
-        }
+        let (events, failed) = events::feed_pieces(&mut conn, input.chunks(piece));
         assert!(matches!(
             events[..],
             [ServerEvent::Head(_), ServerEvent::End]

@@ -6,6 +6,9 @@
 
 use std::time::Duration;
 
+#[path = "support/events.rs"]
+mod events;
+
 use cleave_proto::http1::{
     response, Body, Client, ClientEvent, PerRequest, Routed, Server, ServerEvent, CONTINUE,
 };
@@ -392,26 +395,12 @@ fn a_size_line_one_byte_past_its_bound_is_refused() {
                 },
                 Duration::ZERO,
             );
-            let mut events = Vec::new();
-            let mut failed = None;
             let pieces: Vec<&[u8]> = if whole {
                 vec![&input[..]]
             } else {
                 input.chunks(1).collect()
             };
-            'feed: for piece in pieces {
-                conn.feed(piece, Duration::ZERO).unwrap();
-                loop {
-                    match conn.poll_event() {
-                        Ok(Some(event)) => events.push(event),
-                        Ok(None) => break,
-                        Err(e) => {
-                            failed = Some(e);
-                            break 'feed;
-                        }
-                    }
-                }
-            }
+            let (events, failed) = events::feed_pieces(&mut conn, pieces);
             if digits <= 16 {
                 assert_eq!(failed, None, "{digits} digits");
                 let body: Vec<u8> = events

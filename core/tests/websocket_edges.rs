@@ -19,6 +19,8 @@ use cleave_proto::{Bytes, ConnConfig, Error, InvalidInput, Limit, Misuse, Unenco
 
 const KEY: Option<[u8; 4]> = Some([0x11, 0x22, 0x33, 0x44]);
 
+#[path = "support/events.rs"]
+mod events;
 #[path = "support/ws.rs"]
 mod ws;
 use ws::{drain, frame, frame_rsv, poll_all, run, server, server_with, Seen, NOW};
@@ -1511,24 +1513,7 @@ fn the_window_survives_a_message_that_ended_with_bfinal() {
                     .with_deflate(params(takeover), &DeflateConfig::default()),
                 NOW,
             );
-            let mut events = Vec::new();
-            let mut failed = None;
-            for piece in [&input[..cut], &input[cut..]] {
-                conn.feed(piece, NOW).unwrap();
-                loop {
-                    match conn.poll_event() {
-                        Ok(Some(event)) => events.push(event),
-                        Ok(None) => break,
-                        Err(e) => {
-                            failed = Some(e);
-                            break;
-                        }
-                    }
-                }
-                if failed.is_some() {
-                    break;
-                }
-            }
+            let (events, failed) = events::feed_pieces(&mut conn, [&input[..cut], &input[cut..]]);
             let hello = WsEvent::Text(Bytes::from_static(b"Hello"));
             if takeover {
                 assert_eq!(failed, None, "cut {cut}");
