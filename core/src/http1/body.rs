@@ -325,10 +325,7 @@ impl Chunked {
                     } else {
                         len - 1
                     };
-                    return Ok(Some(Piece::Trailers(Headers::new(
-                        block.slice(..end),
-                        count,
-                    ))));
+                    return Ok(Some(Piece::Trailers(Headers::new(block, (0, end), count))));
                 }
             }
         }

@@ -39,6 +39,27 @@ pub(crate) fn elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|e| !e.is_empty())
 }
 
+/// Whether a header name is `lower` (lower-case letters and `-`), case
+/// aside, eight bytes at a time. Setting the 0x20 bit of each byte turns
+/// an upper-case letter into its lower-case one and leaves every other
+/// token byte off the letters and `-` (only CR would become `-`, and no
+/// name holds one): exact for tokens, as httparse's names are.
+#[inline]
+fn is_name(name: &[u8], lower: &[u8]) -> bool {
+    if name.len() != lower.len() {
+        return false;
+    }
+    let word = |b: &[u8]| u64::from_le_bytes(b[..8].try_into().unwrap_or_default());
+    let (mut name, mut lower) = (name, lower);
+    while name.len() >= 8 {
+        if word(&name[..8]) | 0x2020_2020_2020_2020 != word(&lower[..8]) {
+            return false;
+        }
+        (name, lower) = (&name[8..], &lower[8..]);
+    }
+    name.iter().zip(lower).all(|(&a, &b)| a | 0x20 == b)
+}
+
 /// A Content-Length value: digits only, no overflow.
 fn parse_length(value: &[u8]) -> Option<u64> {
     if value.is_empty() {
@@ -74,15 +95,15 @@ impl<'h> Framing<'h> {
             let value = || crate::http1::head::trim_ows(h.value);
             let at = || Span::of(h.value, head).at as usize;
             match name.len() {
-                4 if name.eq_ignore_ascii_case(b"host") => {
+                4 if is_name(name, b"host") => {
                     f.hosts += 1;
                     f.host = Some(value());
                 }
-                6 if name.eq_ignore_ascii_case(b"expect") => {
+                6 if is_name(name, b"expect") => {
                     f.expect_continue |= value().eq_ignore_ascii_case(b"100-continue");
                 }
-                7 if name.eq_ignore_ascii_case(b"upgrade") => f.upgrade = true,
-                10 if name.eq_ignore_ascii_case(b"connection") => {
+                7 if is_name(name, b"upgrade") => f.upgrade = true,
+                10 if is_name(name, b"connection") => {
                     for token in elements(value()) {
                         if token.eq_ignore_ascii_case(b"close") {
                             f.close = true;
@@ -93,7 +114,7 @@ impl<'h> Framing<'h> {
                         }
                     }
                 }
-                14 if framed && name.eq_ignore_ascii_case(b"content-length") => {
+                14 if framed && is_name(name, b"content-length") => {
                     let mut any = false;
                     for element in value().split(|&b| b == b',') {
                         let element = crate::http1::head::trim_ows(element);
@@ -110,7 +131,7 @@ impl<'h> Framing<'h> {
                         return Err(Bad::Field(HttpField::ContentLength, at()));
                     }
                 }
-                17 if framed && name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                17 if framed && is_name(name, b"transfer-encoding") => {
                     f.te = true;
                     // Every element, empty ones too: `chunked,` is not
                     // `chunked` to every parser a message may cross.
@@ -167,4 +188,39 @@ pub(crate) fn request_body(f: &Framing<'_>, version: Version) -> Result<Body, Ba
         Some(0) | None => Body::Empty,
         Some(n) => Body::Length(n),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_name;
+
+    /// Every token byte at every place of every name matched: the same
+    /// verdict as comparing without case.
+    #[test]
+    fn names_match_as_without_case() {
+        let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        for lower in [
+            &b"host"[..],
+            b"expect",
+            b"upgrade",
+            b"connection",
+            b"content-length",
+            b"transfer-encoding",
+        ] {
+            assert!(is_name(&lower.to_ascii_uppercase(), lower));
+            assert!(!is_name(&lower[1..], lower));
+            for at in 0..lower.len() {
+                for b in (0..=u8::MAX).filter(|&b| tchar(b)) {
+                    let mut name = lower.to_vec();
+                    name[at] = b;
+                    assert_eq!(
+                        is_name(&name, lower),
+                        name.eq_ignore_ascii_case(lower),
+                        "{:?}",
+                        name.escape_ascii().to_string()
+                    );
+                }
+            }
+        }
+    }
 }

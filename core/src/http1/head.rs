@@ -90,15 +90,35 @@ fn ascii(bytes: &[u8]) -> &str {
 /// assert_eq!(request.headers().iter().next().unwrap().name(), "Host");
 /// # Ok::<(), cleave_proto::Error>(())
 /// ```
-#[derive(Clone, Default, PartialEq, Eq)]
+///
+/// The fields share the `Bytes` of their head: a request or a response
+/// holds one reference to the receive buffer, not two.
+#[derive(Clone, Default)]
 pub struct Headers {
-    block: Bytes,
+    /// The whole head (or trailer section) the lines are in.
+    whole: Bytes,
+    /// The lines: `whole[block.at..][..block.len]`.
+    block: Span,
     count: u32,
 }
 
+impl PartialEq for Headers {
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count && self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Headers {}
+
 impl Headers {
-    pub(crate) fn new(block: Bytes, count: usize) -> Self {
+    /// The fields in `whole[at..end]`, `count` of them.
+    pub(crate) fn new(whole: Bytes, (at, end): (usize, usize), count: usize) -> Self {
+        let block = Span {
+            at: u32::try_from(at).unwrap_or(u32::MAX),
+            len: u32::try_from(end.saturating_sub(at)).unwrap_or(0),
+        };
         Self {
+            whole,
             block,
             count: u32::try_from(count).unwrap_or(u32::MAX),
         }
@@ -118,7 +138,9 @@ impl Headers {
 
     /// The fields in order.
     pub fn iter(&self) -> HeaderIter<'_> {
-        HeaderIter { rest: &self.block }
+        HeaderIter {
+            rest: self.as_bytes(),
+        }
     }
 
     /// The first value of `name` (compared without case).
@@ -138,8 +160,15 @@ impl Headers {
 
     /// The lines as they came, each with its CRLF.
     #[must_use]
-    pub fn as_bytes(&self) -> &Bytes {
-        &self.block
+    pub fn as_bytes(&self) -> &[u8] {
+        self.block.get(&self.whole)
+    }
+
+    /// The lines as an owned view of the receive buffer: no copy.
+    #[must_use]
+    pub fn to_bytes(&self) -> Bytes {
+        let at = self.block.at as usize;
+        self.whole.slice(at..at + self.block.len as usize)
     }
 
     /// An owned view of a part of these headers (a name or a value from
@@ -154,7 +183,7 @@ impl Headers {
         if part.is_empty() {
             return Bytes::new();
         }
-        self.block.slice_ref(part)
+        self.whole.slice_ref(part)
     }
 }
 
@@ -263,7 +292,6 @@ impl Flags {
 /// the empty line), its parts, and the framing of its body.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Request {
-    pub(crate) head: Bytes,
     pub(crate) method: Span,
     pub(crate) target: Span,
     pub(crate) version: Version,
@@ -278,7 +306,7 @@ impl Request {
     #[must_use]
     pub fn method(&self) -> &str {
         // The registered methods without a second look at their bytes.
-        match self.method.get(&self.head) {
+        match self.method.get(&self.headers.whole) {
             b"GET" => "GET",
             b"POST" => "POST",
             b"HEAD" => "HEAD",
@@ -295,7 +323,7 @@ impl Request {
     /// The request target, as sent (visible ASCII).
     #[must_use]
     pub fn target(&self) -> &str {
-        ascii(self.target.get(&self.head))
+        ascii(self.target.get(&self.headers.whole))
     }
 
     /// The version.
@@ -315,7 +343,7 @@ impl Request {
     /// `None` only for an HTTP/1.0 request without either.
     #[must_use]
     pub fn host(&self) -> Option<&str> {
-        self.host.map(|s| ascii(s.get(&self.head)))
+        self.host.map(|s| ascii(s.get(&self.headers.whole)))
     }
 
     /// How the body is framed.
@@ -372,13 +400,13 @@ impl Request {
     /// The head as it came, request line to the empty line.
     #[must_use]
     pub fn as_bytes(&self) -> &Bytes {
-        &self.head
+        &self.headers.whole
     }
 
     /// The head's bytes.
     #[must_use]
     pub fn into_bytes(self) -> Bytes {
-        self.head
+        self.headers.whole
     }
 }
 
@@ -399,7 +427,6 @@ impl fmt::Debug for Request {
 /// the empty line), its parts, and the framing of its body.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Response {
-    pub(crate) head: Bytes,
     pub(crate) version: Version,
     pub(crate) status: u16,
     pub(crate) reason: Span,
@@ -424,7 +451,7 @@ impl Response {
     /// The reason phrase, as sent (maybe empty; may hold obs-text).
     #[must_use]
     pub fn reason(&self) -> &[u8] {
-        self.reason.get(&self.head)
+        self.reason.get(&self.headers.whole)
     }
 
     /// The header fields.
@@ -463,13 +490,13 @@ impl Response {
     /// The head as it came, status line to the empty line.
     #[must_use]
     pub fn as_bytes(&self) -> &Bytes {
-        &self.head
+        &self.headers.whole
     }
 
     /// The head's bytes.
     #[must_use]
     pub fn into_bytes(self) -> Bytes {
-        self.head
+        self.headers.whole
     }
 }
 

@@ -205,13 +205,11 @@ pub(crate) struct RequestParts {
 impl RequestParts {
     /// The request, over the head's bytes (split off the buffer).
     pub(crate) fn into_request(self, head: Bytes) -> Request {
-        let headers = Headers::new(head.slice(self.block.0..self.block.1), self.count);
         Request {
-            head,
+            headers: Headers::new(head, self.block, self.count),
             method: self.method,
             target: self.target,
             version: self.version,
-            headers,
             host: self.host,
             body: self.body,
             flags: self.flags,
@@ -330,13 +328,11 @@ pub(crate) struct ResponseParts {
 impl ResponseParts {
     /// The response, over the head's bytes (split off the buffer).
     pub(crate) fn into_response(self, head: Bytes) -> Response {
-        let headers = Headers::new(head.slice(self.block.0..self.block.1), self.count);
         Response {
-            head,
+            headers: Headers::new(head, self.block, self.count),
             version: self.version,
             status: self.status,
             reason: self.reason,
-            headers,
             body: self.body,
             flags: self.flags,
         }
