@@ -311,6 +311,38 @@ impl cleave_proto::Protocol for Upgrading {
             Self::Open(ws) => ws.phase(),
         }
     }
+
+    fn on_timeout(
+        &mut self,
+        wire: &mut cleave_proto::conn::Wire<'_>,
+        timeout: cleave_proto::Timeout,
+    ) -> cleave_proto::conn::Close {
+        match self {
+            Self::Http(http) => http.on_timeout(wire, timeout),
+            Self::Open(ws) => ws.on_timeout(wire, timeout),
+        }
+    }
+
+    fn waits_for_room(&self) -> bool {
+        match self {
+            Self::Http(http) => http.waits_for_room(),
+            Self::Open(ws) => ws.waits_for_room(),
+        }
+    }
+
+    fn release_idle(&mut self) {
+        match self {
+            Self::Http(http) => http.release_idle(),
+            Self::Open(ws) => ws.release_idle(),
+        }
+    }
+
+    fn hand_back(&mut self, recv: &mut cleave_proto::RecvBuf) {
+        match self {
+            Self::Http(http) => http.hand_back(recv),
+            Self::Open(ws) => ws.hand_back(recv),
+        }
+    }
 }
 
 const MIO_LISTENER: mio::Token = mio::Token(0);

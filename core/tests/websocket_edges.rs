@@ -1303,9 +1303,11 @@ fn a_close_echo_after_the_applications_close_goes_out_before_the_fin() {
 }
 
 /// A pong owed from before the application's close (the urgent lane was
-/// full when its ping came) is dropped: nothing goes after our close.
+/// full when its ping came) still goes, after the close if need be: only
+/// data may not follow a close (RFC 6455, section 5.5.1), and a ping gets
+/// its pong unless the peer closed (section 5.5.2).
 #[test]
-fn an_owed_pong_is_not_sent_after_our_close() {
+fn an_owed_pong_still_goes_after_our_close() {
     let mut conn = server_with(WsConfig::default());
     // Pings until a pong finds no room (it is owed, and reading waits).
     let ping = frame(true, 9, &[7u8; 125], KEY);
@@ -1321,7 +1323,11 @@ fn an_owed_pong_is_not_sent_after_our_close() {
     let frames = frames_of(&out);
     let close_at = frames.iter().position(|(op, _)| *op == 8).expect("a close");
     let after: Vec<u8> = frames[close_at + 1..].iter().map(|(op, _)| *op).collect();
-    assert!(after.is_empty(), "opcodes after our close: {after:?}");
+    assert!(!after.is_empty(), "the owed pong did not go");
+    assert!(
+        after.iter().all(|&op| op == 10),
+        "opcodes after our close: {after:?}"
+    );
     assert!(
         frames[..close_at].iter().any(|(op, _)| *op == 10),
         "pongs before it"

@@ -235,6 +235,7 @@ impl<P: Protocol> Conn<P> {
         // What the old protocol queued (its last reply: a 101) goes out
         // before anything the new one answers on the urgent lane.
         self.send.fence();
+        self.protocol.hand_back(&mut self.recv);
         let mut protocol = next(self.protocol);
         protocol.start(Duration::from_nanos(self.clock.now));
         Conn {
@@ -264,6 +265,7 @@ impl<P: Protocol> Conn<P> {
     pub fn into_parts(mut self) -> (P, RecvBuf, WriteQueue) {
         // A protocol's last frame goes with the queue.
         self.queue_farewell();
+        self.protocol.hand_back(&mut self.recv);
         (self.protocol, self.recv, self.send)
     }
 }

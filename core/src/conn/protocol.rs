@@ -221,4 +221,14 @@ pub trait Protocol {
     /// memory the protocol does not need between messages (a WebSocket's
     /// compressor without context takeover). Nothing by default.
     fn release_idle(&mut self) {}
+
+    /// The connection is taken apart ([`Conn::switch`](crate::Conn::switch),
+    /// [`Conn::into_parts`](crate::Conn::into_parts)): leave the bytes in
+    /// `recv` as they arrived, for whoever reads them next, and be ready
+    /// to read them again. A protocol that changes bytes in place before
+    /// it consumes them (a WebSocket server unmasks a frame as it
+    /// arrives) changes them back. Nothing by default.
+    fn hand_back(&mut self, recv: &mut RecvBuf) {
+        let _ = recv;
+    }
 }

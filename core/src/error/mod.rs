@@ -284,6 +284,11 @@ pub enum Unencodable {
     /// `host[:port]` and agrees with the target's authority (RFC 9112,
     /// section 3.2): a server must refuse it.
     HttpHost,
+    /// A WebSocket opening request whose target is not a resource name
+    /// (RFC 6455, sections 3 and 4.1: a path with an optional query, or
+    /// an absolute `http`, `https`, `ws` or `wss` URI holding one; no
+    /// fragment), or whose Host is empty: a server must refuse it.
+    WsTarget,
     /// A second WebSocket close: one was sent already, or the close
     /// handshake is over (the peer's close was answered, or the
     /// connection failed with a close of its own). One close per side.
@@ -489,6 +494,9 @@ impl fmt::Display for Unencodable {
             Self::HttpStatus => f.write_str("an HTTP status outside 100 to 999"),
             Self::HttpHost => f.write_str(
                 "an HTTP/1.1 request needs one Host, a host[:port] that agrees with the target",
+            ),
+            Self::WsTarget => f.write_str(
+                "a WebSocket request needs a Host and a resource name: a path (and query), no fragment",
             ),
             Self::WsClosed => f.write_str("a WebSocket close after the close was sent"),
         }

@@ -321,8 +321,12 @@ fn check_request(request: &Request) -> Result<&[u8], Refused> {
 /// Whether a request target names a resource as RFC 6455 (sections 3
 /// and 4.2.1) asks: a path (`/` and an optional query), or an absolute
 /// `http`, `https`, `ws` or `wss` URI holding one; not `*`, not an
-/// authority alone (`host:port`), not another scheme.
+/// authority alone (`host:port`), not another scheme; and no fragment
+/// ("fragment identifiers ... MUST NOT be used", section 3).
 fn is_resource_name(target: &str) -> bool {
+    if target.contains('#') {
+        return false;
+    }
     if target.starts_with('/') {
         return true;
     }
@@ -470,14 +474,21 @@ impl ClientHandshake {
     ///
     /// `Misuse::InvalidConfig` for a subprotocol that is not a token (or
     /// twice) or an extra header the handshake writes itself;
-    /// `Misuse::Unencodable` for a target or a field that cannot be sent
-    /// (as [`request`](crate::http1::request)).
+    /// [`Unencodable::WsTarget`](crate::Unencodable::WsTarget) for an
+    /// empty `host` or a `target` that is not a resource name (what
+    /// [`accept`] refuses); `Misuse::Unencodable` for a target or a field
+    /// that cannot be sent otherwise (as [`request`](crate::http1::request)).
     pub fn new(
         host: &str,
         target: &str,
         config: &ConnectConfig,
         entropy: &mut dyn Entropy,
     ) -> Result<(Self, Bytes), Error> {
+        if host.is_empty() || !is_resource_name(target) {
+            return Err(Error::Misuse(crate::error::Misuse::Unencodable(
+                crate::error::Unencodable::WsTarget,
+            )));
+        }
         check_protocols(&config.protocols)?;
         check_extra_headers(&config.headers)?;
         let mut nonce = [0u8; 16];

@@ -7,6 +7,7 @@ use bytes::{Bytes, BytesMut};
 use crate::conn::{Close, Phase, Protocol, Wire};
 use crate::encoder::{self, Frame, INLINE_FRAMING};
 use crate::error::{Error, InvalidInput, Limit, Refusal, Timeout, WsField};
+use crate::recv_buf::RecvBuf;
 use crate::websocket::close::{self, CloseFrame};
 use crate::websocket::config::WsConfig;
 #[cfg(feature = "deflate")]
@@ -89,6 +90,9 @@ struct Reading {
     taken: u64,
     /// Whether the frame is handed out in pieces.
     streaming: bool,
+    /// The text check as it was at `taken`: where it goes back to when
+    /// the bytes seen are masked again ([`WebSocket::remask`]).
+    checked: Utf8,
 }
 
 /// The message being read, across its frames.
@@ -409,6 +413,7 @@ impl WebSocket {
                 seen: 0,
                 taken: 0,
                 streaming: false,
+                checked: self.utf8,
             });
             return Ok(());
         }
@@ -443,6 +448,16 @@ impl WebSocket {
         if !streaming && whole > max_buffered as u64 {
             return Err(over(Limit::Buffer, max_buffered as u64, whole));
         }
+        // Streamed: the header stays in the buffer until the first piece
+        // goes with it, so a header that fills the buffer would wait for
+        // ever for a payload byte that cannot come.
+        if streaming && head.head_len >= max_buffered {
+            return Err(over(
+                Limit::Buffer,
+                max_buffered as u64,
+                head.head_len as u64 + 1,
+            ));
+        }
         let message = self.message.get_or_insert(Message {
             kind,
             len: 0,
@@ -455,6 +470,7 @@ impl WebSocket {
             seen: 0,
             taken: 0,
             streaming,
+            checked: self.utf8,
         });
         Ok(())
     }
@@ -673,7 +689,12 @@ impl WebSocket {
         self.reading = if frame_done {
             None
         } else {
-            Some(Reading { taken, ..reading })
+            // Every byte seen is taken: the text check is at `taken`.
+            Some(Reading {
+                taken,
+                checked: self.utf8,
+                ..reading
+            })
         };
         Ok(WsEvent::Part(Part { kind, data, last }))
     }
@@ -792,7 +813,11 @@ impl WebSocket {
     ) -> Result<Option<WsEvent>, Error> {
         match opcode {
             OpCode::Ping => {
-                if self.config.get_auto_pong() && self.closing == Closing::Open {
+                // Answered unless the peer closed (RFC 6455, section
+                // 5.5.2): after a close of ours too, since only data may
+                // not follow it (section 5.5.1), and the peer, which has
+                // not seen it yet, may wait for its pong.
+                if self.config.get_auto_pong() && self.closing != Closing::Done {
                     let pong = self.frame(true, false, OpCode::Pong, payload.clone());
                     self.reply(wire, pong);
                 }
@@ -856,31 +881,40 @@ impl WebSocket {
 
     /// Masks again what was unmasked of a frame left in the buffer, so
     /// that the bytes handed back (an error's, the end's) are the bytes
-    /// that arrived.
+    /// that arrived; reading stops there.
     fn restore(&mut self, wire: &mut Wire<'_>) {
-        let Some(reading) = self.reading.take() else {
+        self.remask(wire.recv());
+        self.reading = None;
+    }
+
+    /// Masks again what was unmasked of the frame in the buffer and
+    /// forgets having seen it (the text check goes back too): the buffer
+    /// holds the bytes that arrived, and reading on unmasks them again.
+    fn remask(&mut self, recv: &mut RecvBuf) {
+        let Some(reading) = &mut self.reading else {
             return;
         };
-        let Some(key) = reading.head.mask else {
-            return;
-        };
-        let at = if reading.taken == 0 {
-            reading.head.head_len
-        } else {
-            0
-        };
-        let len = usize::try_from(reading.seen - reading.taken).unwrap_or(usize::MAX);
-        if let Some(bytes) = wire.recv().peek_mut().get_mut(at..at.saturating_add(len)) {
-            frame::apply_mask(bytes, key, reading.taken);
+        if let Some(key) = reading.head.mask {
+            let at = if reading.taken == 0 {
+                reading.head.head_len
+            } else {
+                0
+            };
+            let len = usize::try_from(reading.seen - reading.taken).unwrap_or(usize::MAX);
+            if let Some(bytes) = recv.peek_mut().get_mut(at..at.saturating_add(len)) {
+                frame::apply_mask(bytes, key, reading.taken);
+            }
         }
+        reading.seen = reading.taken;
+        self.utf8 = reading.checked;
     }
 
     /// Everything but the fast path of `poll_event`.
     #[inline(never)]
     fn poll_slow(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
         if let Some(Owed::Pong(pong)) = self.owed.take() {
-            // Owed from before a close of ours: nothing goes after it.
-            if self.closing == Closing::Open && !self.reply(wire, pong) {
+            // Still owed after a close of ours; not once the peer closed.
+            if self.closing != Closing::Done && !self.reply(wire, pong) {
                 return Ok(None);
             }
         }
@@ -998,6 +1032,11 @@ impl Protocol for WebSocket {
 
     fn waits_for_room(&self) -> bool {
         self.owed.is_some()
+    }
+
+    /// A frame half read is masked again in the buffer.
+    fn hand_back(&mut self, recv: &mut RecvBuf) {
+        self.remask(recv);
     }
 
     fn phase(&self) -> Phase {
