@@ -226,8 +226,12 @@ impl Sniffer {
         loop {
             let at = self.at;
             if at + 5 > data.len() {
-                // Before two bytes, the next byte may still say "not TLS".
+                // Before two bytes, the next byte may still say "not TLS":
+                // no final answer yet, unless the budget hides that byte.
                 self.wait = if data.len() < 2 { 0 } else { at + 5 };
+                if data.len() < 2 && max_len >= 2 {
+                    return Sniff::NeedMore;
+                }
                 return need_more(at + 5, max_len);
             }
             let len = match self.pending.take() {
