@@ -1540,3 +1540,95 @@ fn the_window_survives_a_message_that_ended_with_bfinal() {
         }
     }
 }
+
+/// RFC 7692, section 7.2.2, through a connection: the message after one
+/// that ended its DEFLATE stream with BFINAL is read with the window that
+/// read that one, earlier messages included (it was refused as
+/// `Compressed`, a 1002).
+mod window_after_bfinal {
+    use std::time::Duration;
+
+    use cleave_proto::conn::Conn;
+    use cleave_proto::websocket::{DeflateConfig, DeflateParams, WebSocket, WsConfig, WsEvent};
+    use flate2::{Compress, Compression, FlushCompress};
+
+    const NOW: Duration = Duration::ZERO;
+    const KEY: [u8; 4] = [0x11, 0x22, 0x33, 0x44];
+
+    fn masked_frame(rsv1: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+        assert!(payload.len() < 126);
+        let mut out = vec![
+            0x80 | (u8::from(rsv1) << 6) | opcode,
+            0x80 | payload.len() as u8,
+        ];
+        out.extend_from_slice(&KEY);
+        out.extend(payload.iter().enumerate().map(|(i, b)| b ^ KEY[i % 4]));
+        out
+    }
+
+    /// Sync-flushed raw DEFLATE of `data`, the 0x00 0x00 0xff 0xff tail removed.
+    fn sync_flushed(c: &mut Compress, data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(data.len() + 1024);
+        c.compress_vec(data, &mut out, FlushCompress::Sync).unwrap();
+        assert_eq!(c.total_in() as usize, data.len());
+        assert!(out.ends_with(&[0, 0, 0xff, 0xff]));
+        out.truncate(out.len() - 4);
+        out
+    }
+
+    #[test]
+    fn window_after_a_bfinal_message_still_holds_earlier_messages() {
+        let params = DeflateParams {
+            server_no_context_takeover: false,
+            client_no_context_takeover: false,
+            server_max_window_bits: 15,
+            client_max_window_bits: 15,
+            server_window_offered: false,
+        };
+        let mut conn = Conn::new(
+            WebSocket::server(WsConfig::default()).with_deflate(params, &DeflateConfig::default()),
+            NOW,
+        );
+
+        // Message 1: "abcdefghij", an ordinary sync-flushed message.
+        let first = b"abcdefghij";
+        let m1 = sync_flushed(&mut Compress::new(Compression::default(), false), first);
+        // Message 2: "Hello" flushed with a BFINAL block: RFC 7692 7.2.3.4's
+        // own example bytes.
+        let m2 = [0xf3, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00, 0x00];
+        // Message 3: "abcdefghij" again, pointing back into message 1 (15
+        // bytes back, well inside the 32 KiB window): a compressor primed
+        // with the history both ends share.
+        let mut c = Compress::new(Compression::default(), false);
+        c.set_dictionary(b"abcdefghijHello").unwrap();
+        let m3 = sync_flushed(&mut c, first);
+        // It is a back reference, not literals.
+        assert!(m3.len() < 8, "{m3:x?}");
+
+        let mut bytes = masked_frame(true, 0x2, &m1);
+        bytes.extend(masked_frame(true, 0x2, &m2));
+        bytes.extend(masked_frame(true, 0x2, &m3));
+        conn.feed(&bytes, NOW).unwrap();
+
+        let mut got: Vec<Result<Vec<u8>, cleave_proto::Error>> = Vec::new();
+        loop {
+            match conn.poll_event() {
+                Ok(Some(WsEvent::Binary(b))) => got.push(Ok(b.to_vec())),
+                Ok(Some(other)) => panic!("{other:?}"),
+                Ok(None) => break,
+                Err(e) => {
+                    got.push(Err(e));
+                    break;
+                }
+            }
+        }
+        assert_eq!(
+            got,
+            vec![
+                Ok(first.to_vec()),
+                Ok(b"Hello".to_vec()),
+                Ok(first.to_vec())
+            ]
+        );
+    }
+}

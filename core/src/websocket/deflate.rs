@@ -656,9 +656,54 @@ pub(crate) struct Deflate {
     inflating: bool,
     /// The peer's message being inflated closed its DEFLATE stream (a
     /// block with BFINAL set, RFC 7692 section 7.2.3.4): the rest of it is
-    /// ignored, and the next message starts a new stream (with this one's
-    /// last bytes as its window, under context takeover).
+    /// ignored, and the next message starts a new stream (with the
+    /// window's bytes as its dictionary, under context takeover).
     ended: bool,
+    /// The last bytes the peer's messages inflated to, as many as its
+    /// window holds, kept under context takeover: a stream the peer ends
+    /// (BFINAL) goes on with them, earlier messages' bytes included.
+    window: Window,
+}
+
+/// The last `size` bytes of a stream, in a ring allocated once (at the
+/// first message), as the decompressor's own window holds them.
+#[derive(Debug, Default)]
+struct Window {
+    ring: Vec<u8>,
+    /// Where the next byte goes once the ring is full (its oldest byte).
+    at: usize,
+}
+
+impl Window {
+    /// Appends `bytes`, forgetting what falls out of the last `size`.
+    fn push(&mut self, bytes: &[u8], size: usize) {
+        let bytes = &bytes[bytes.len().saturating_sub(size)..];
+        if self.ring.capacity() < size {
+            self.ring.reserve_exact(size - self.ring.len());
+        }
+        // Filling up first.
+        let fill = (size - self.ring.len()).min(bytes.len());
+        let (head, rest) = bytes.split_at(fill);
+        self.ring.extend_from_slice(head);
+        // Then over the oldest bytes, from `at` round to the start.
+        let first = rest.len().min(size - self.at);
+        let (to_end, from_start) = rest.split_at(first);
+        if let Some(slot) = self.ring.get_mut(self.at..self.at + to_end.len()) {
+            slot.copy_from_slice(to_end);
+        }
+        if let Some(slot) = self.ring.get_mut(..from_start.len()) {
+            slot.copy_from_slice(from_start);
+        }
+        if !rest.is_empty() {
+            self.at = (self.at + rest.len()) % size;
+        }
+    }
+
+    /// The bytes, oldest first.
+    fn bytes(&self) -> Vec<u8> {
+        let (new, old) = self.ring.split_at(self.at);
+        [old, new].concat()
+    }
 }
 
 impl fmt::Debug for Deflate {
@@ -713,6 +758,7 @@ impl Deflate {
             decompressor: None,
             inflating: false,
             ended: false,
+            window: Window::default(),
         }
     }
 
@@ -818,21 +864,23 @@ impl Deflate {
         Ok(())
     }
 
-    /// A message was inflated whole (`message` ends with its last bytes):
-    /// the decompressor starts afresh if the peer does (no context
-    /// takeover). If the peer's stream ended (a block with BFINAL set) and
-    /// it keeps its window, a new stream starts with the last 32 KiB of
-    /// `message` as its dictionary (RFC 7692, section 7.2.2: the next
-    /// message may refer to them). A reference further back, into an
-    /// earlier message, then fails as too far back: never misread.
+    /// A message was inflated whole (`message` is all of it): the
+    /// decompressor starts afresh if the peer does (no context takeover).
+    /// If the peer's stream ended (a block with BFINAL set) and it keeps
+    /// its window, a new stream starts with that window as its dictionary:
+    /// the last bytes of this message and of the ones before it, as many
+    /// as the window holds (RFC 7692, section 7.2.2: the next message is
+    /// read "using the LZ77 sliding window used to process the last").
     fn end_message(&mut self, message: &[u8]) {
         self.inflating = false;
+        if !self.theirs.no_context_takeover {
+            self.window.push(message, 1 << self.theirs.window_bits);
+        }
         if self.theirs.no_context_takeover || self.ended {
             if let Some(decompressor) = &mut self.decompressor {
                 decompressor.reset(false);
                 if !self.theirs.no_context_takeover {
-                    let tail = &message[message.len().saturating_sub(1 << 15)..];
-                    if decompressor.set_dictionary(tail).is_err() {
+                    if decompressor.set_dictionary(&self.window.bytes()).is_err() {
                         // Not expected on a raw stream; an empty window
                         // still reads right or fails.
                         decompressor.reset(false);
@@ -1447,6 +1495,69 @@ mod tests {
         client.inflate(&[], false, &mut out, 100).unwrap();
         client.inflate(&hello[3..], true, &mut out, 100).unwrap();
         assert_eq!(&out[..], b"Hello");
+    }
+
+    /// The window keeps the last `size` bytes of everything pushed, in
+    /// order, however the pushes fall.
+    #[test]
+    fn the_window_keeps_the_last_bytes_of_the_stream() {
+        for size in [1, 7, 512] {
+            for seed in 1..40u64 {
+                let mut window = Window::default();
+                let mut all = Vec::new();
+                let mut rng = seed;
+                for _ in 0..30 {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    let len = (rng % (2 * size as u64 + 3)) as usize;
+                    let piece = noise(len, rng);
+                    window.push(&piece, size);
+                    all.extend_from_slice(&piece);
+                    assert_eq!(window.bytes(), all[all.len().saturating_sub(size)..]);
+                    assert!(window.ring.capacity() <= size.max(8));
+                }
+            }
+        }
+    }
+
+    /// A sync-flushed raw DEFLATE segment of `data`, its tail removed.
+    fn segment(compressor: &mut Compress, data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(data.len() + 64);
+        compressor
+            .compress_vec(data, &mut out, FlushCompress::Sync)
+            .unwrap();
+        assert!(out.ends_with(&TAIL));
+        out.truncate(out.len() - TAIL.len());
+        out
+    }
+
+    /// RFC 7692, section 7.2.2: with context takeover, the message after
+    /// one that ended its stream with BFINAL (section 7.2.3.4) is read
+    /// with the window that read that one, earlier messages included.
+    #[test]
+    fn after_a_bfinal_message_the_window_still_holds_earlier_ones() {
+        let first = b"abcdefghij";
+        let (_, mut client) = pair(PLAIN);
+        let mut fresh = Compress::new(Compression::default(), false);
+        assert_eq!(
+            inflate_all(&mut client, &segment(&mut fresh, first)).unwrap(),
+            first
+        );
+        // "Hello" with BFINAL: 7.2.3.4's bytes.
+        let hello = [0xf3, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00, 0x00];
+        assert_eq!(inflate_all(&mut client, &hello).unwrap(), b"Hello");
+        // A new stream primed with both messages, pointing 15 bytes back,
+        // into the first.
+        let mut primed = Compress::new(Compression::default(), false);
+        primed.set_dictionary(b"abcdefghijHello").unwrap();
+        let third = segment(&mut primed, first);
+        assert!(third.len() < 8, "a back reference: {third:x?}");
+        assert_eq!(inflate_all(&mut client, &third).unwrap(), first);
+        // Without context takeover nothing is kept.
+        let (_, mut plain) = pair(params(true, true, 15, 15));
+        assert_eq!(inflate_all(&mut plain, &hello).unwrap(), b"Hello");
+        assert!(plain.window.ring.capacity() == 0);
     }
 
     #[test]
