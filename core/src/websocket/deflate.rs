@@ -879,12 +879,12 @@ impl Deflate {
         if self.theirs.no_context_takeover || self.ended {
             if let Some(decompressor) = &mut self.decompressor {
                 decompressor.reset(false);
-                if !self.theirs.no_context_takeover {
-                    if decompressor.set_dictionary(&self.window.bytes()).is_err() {
-                        // Not expected on a raw stream; an empty window
-                        // still reads right or fails.
-                        decompressor.reset(false);
-                    }
+                if !self.theirs.no_context_takeover
+                    && decompressor.set_dictionary(&self.window.bytes()).is_err()
+                {
+                    // Not expected on a raw stream; an empty window still
+                    // reads right or fails.
+                    decompressor.reset(false);
                 }
             }
         }
@@ -1510,7 +1510,7 @@ mod tests {
                     rng ^= rng << 13;
                     rng ^= rng >> 7;
                     rng ^= rng << 17;
-                    let len = (rng % (2 * size as u64 + 3)) as usize;
+                    let len = usize::try_from(rng % (2 * size as u64 + 3)).unwrap();
                     let piece = noise(len, rng);
                     window.push(&piece, size);
                     all.extend_from_slice(&piece);
