@@ -13,7 +13,7 @@ use cleave_proto::{Conn, ConnConfig, Decoder, NoFrames, NoSwitch, Protocol, Sess
 use futures_core::Stream;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::drive::{poll_flush, poll_turn, poll_write, Clock, Turn};
+use crate::drive::{poll_flush, poll_turn, poll_write_timed, Clock, Turn};
 use crate::error::ConnError;
 use crate::reset::Reset;
 
@@ -172,14 +172,16 @@ where
 {
     /// Writes what is queued, then shuts the write half down or resets the
     /// socket if the core asks (after [`close`](Self::close), a protocol's
-    /// close or a timeout): `Ready` once nothing is left to do.
+    /// close or a timeout): `Ready` once nothing is left to do. While the
+    /// socket takes nothing, the connection's timeouts run: a peer that
+    /// stops reading is cut off by the idle timeout (or a linger's reset),
+    /// as when the connection waits to read.
     ///
     /// # Errors
     ///
     /// What the socket says; writing fails then (the queue is dropped).
     pub fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnError>> {
-        let now = self.clock.now();
-        poll_write(&mut self.io, &mut self.conn, now, cx).map_err(ConnError::from)
+        poll_write_timed(&mut self.io, &mut self.conn, &mut self.clock, cx).map_err(ConnError::from)
     }
 
     /// Queues `item` in the bulk lane, writing first to make room while the

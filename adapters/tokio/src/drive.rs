@@ -124,6 +124,35 @@ where
     Poll::Ready(done)
 }
 
+/// [`poll_write`], with the connection's deadlines running while the
+/// writer blocks: a peer that stops reading cannot hold a `send`, a
+/// `flush` or a `close` for ever (the idle timeout runs while no byte goes
+/// either way, and a linger ends in a reset).
+///
+/// # Errors
+///
+/// As [`poll_write`].
+pub(crate) fn poll_write_timed<W, P>(
+    io: &mut W,
+    conn: &mut Conn<P>,
+    clock: &mut Clock,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<()>>
+where
+    W: AsyncWrite + Reset + Unpin,
+    P: Protocol,
+{
+    loop {
+        if let Poll::Ready(done) = poll_write(io, conn, clock.now(), cx) {
+            return Poll::Ready(done);
+        }
+        // Blocked: a deadline that passed is handled, and the write side
+        // looked at again (a timeout may have reset it).
+        let now = ready!(clock.poll(conn.poll_timeout(), cx));
+        conn.handle_timeout(now);
+    }
+}
+
 /// Writes what `conn` holds, with vectored writes when the writer supports
 /// them, until nothing is left (`Ready`) or the writer would block.
 fn poll_drain<W, P>(
@@ -227,7 +256,13 @@ where
         let mut stack = [0u8; STACK_READ];
         let room = conn.recv_buf().remaining().clamp(1, STACK_READ);
         let mut buf = ReadBuf::new(&mut stack[..room]);
-        ready!(Pin::new(&mut *io).poll_read(cx, &mut buf))?;
+        // An interrupted read is tried again, as `Conn::read_io` does.
+        loop {
+            match ready!(Pin::new(&mut *io).poll_read(cx, &mut buf)) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                done => break done?,
+            }
+        }
         if buf.filled().is_empty() {
             conn.handle_eof(now);
         } else {
