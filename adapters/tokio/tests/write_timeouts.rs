@@ -34,11 +34,10 @@ async fn serve(socket: tokio::io::DuplexStream) -> Result<(), Box<dyn std::error
 async fn the_readme_server_cuts_off_a_client_that_does_not_read() {
     let (mut client, server) = tokio::io::duplex(4096);
     let writer = tokio::spawn(async move {
-        let line = vec![b'x'; 1023];
+        let mut line = vec![b'x'; 1023];
+        line.push(b'\n');
         for _ in 0..10_000 {
-            let mut l = line.clone();
-            l.push(b'\n');
-            if client.write_all(&l).await.is_err() {
+            if client.write_all(&line).await.is_err() {
                 break;
             }
         }
