@@ -413,3 +413,52 @@ proptest! {
         prop_assert!(decoded == Ok(messages));
     }
 }
+
+/// A message nested in itself.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Node {
+    #[prost(message, optional, boxed, tag = "1")]
+    child: Option<Box<Node>>,
+}
+
+/// The payload of a `Node` with `depth` nested children.
+fn nested(depth: usize) -> Vec<u8> {
+    let mut payload = Vec::new();
+    for _ in 0..depth {
+        let mut outer = vec![0x0a];
+        prost::encode_length_delimiter(payload.len(), &mut outer).unwrap();
+        outer.extend_from_slice(&payload);
+        payload = outer;
+    }
+    payload
+}
+
+/// prost's nesting budget is spent as protosocket-prost spends it (its
+/// `decode_length_delimited` gives one level to the frame): a message
+/// nested 100 deep is refused by both, one nested 99 deep taken by both.
+#[test]
+fn nesting_is_refused_at_the_depth_protosocket_refuses_it() {
+    for depth in 95..=101 {
+        let payload = nested(depth);
+        let mut wire = Vec::new();
+        prost::encode_length_delimiter(payload.len(), &mut wire).unwrap();
+        wire.extend_from_slice(&payload);
+
+        let theirs = ProstDecoder::<Node>::default().decode(&wire[..]).is_ok();
+        assert_eq!(theirs, depth < 100, "depth {depth}");
+
+        let mut buf = RecvBuf::new();
+        buf.feed(&wire).unwrap();
+        let ours = ProstCodec::<Node>::new().decode(&mut buf);
+        assert_eq!(ours.is_ok(), theirs, "depth {depth}: {ours:?}");
+        if let Err(e) = ours {
+            assert_eq!(
+                e,
+                Error::InvalidInput {
+                    kind: InvalidInput::Message,
+                    offset: 0
+                }
+            );
+        }
+    }
+}

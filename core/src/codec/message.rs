@@ -152,17 +152,17 @@ impl<M: prost::Message + Default> ProstCodec<M> {
     fn next(&mut self, buf: &mut RecvBuf, eof: bool) -> Result<Option<M>, Error> {
         self.latch.check()?;
         let offset = buf.offset();
-        let frame = if eof {
-            self.frames.decode_eof(buf)?
-        } else {
-            self.frames.decode(buf)?
-        };
-        let Some(frame) = frame else {
+        let Some((frame, head)) = self.frames.decode_delimited(buf, eof)? else {
             return Ok(None);
         };
-        match M::decode(frame.clone()) {
+        // Read as protosocket-prost reads it, prost's
+        // `decode_length_delimited` over the frame with its length in
+        // front: the length takes one level of prost's nesting budget, so
+        // a message nested as deep as the budget is refused by both.
+        // `bytes` fields are views of the frame.
+        match M::decode_length_delimited(frame.clone()) {
             Ok(message) => Ok(Some(message)),
-            Err(error) => Err(self.refuse(error, frame, offset)),
+            Err(error) => Err(self.refuse(error, frame.slice(head..), offset)),
         }
     }
 
@@ -206,6 +206,11 @@ impl<M: prost::Message> Encoder for ProstCodec<M> {
     /// Encodes `message` into a buffer of exactly its length, and frames it
     /// with its varint length inline: on the wire, the bytes of prost's
     /// `encode_length_delimited`.
+    ///
+    /// prost encodes a message nested to any depth, but its decoders (this
+    /// codec's, protosocket-prost's) refuse one nested 100 deep or more;
+    /// such a message is sent, and refused by the peer. Telling would take
+    /// a walk over the message that prost does not offer.
     ///
     /// # Errors
     ///
