@@ -18,8 +18,8 @@
 //!   when asked for, at most 125 bytes; a
 //!   peer's close has a sendable code (or none) and a UTF-8 reason;
 //! - the receive buffer never holds more than its `max_buffered`, and it
-//!   stalls full only on a frame larger than it (not on one to stream,
-//!   unless its header alone fills it);
+//!   stalls full only on a frame larger than it, never on one to stream
+//!   (one whose header alone fills it is refused);
 //! - nothing fed is lost: without an error, the consumed offset and the
 //!   buffered bytes add up to the input fed; a stream that ends cleanly
 //!   ends between messages;
@@ -31,9 +31,11 @@
 //!   at its end instead, past what was handed out;
 //! - what the connection queued parses back (with a client-role reader,
 //!   pings visible) as pongs for the pings seen, in order (a subsequence
-//!   of them when the urgent lane is small; none when this side closed
-//!   first or pongs are off), then at most one close frame, and nothing
-//!   after it: this side's own when it closed first, else
+//!   of them when the urgent lane is small; none when pongs are off), and
+//!   at most one close frame among them, with nothing but pongs after it
+//!   and those only after this side's own close (sent before any byte
+//!   came: a ping after it is still answered): this side's own when it
+//!   closed first, else
 //!   `close_code_for(error)` on an error (none for `Truncated`), the echo
 //!   of the peer's code on a peer close, none otherwise (with a small
 //!   urgent lane the close may be missing: one that finds the lane full

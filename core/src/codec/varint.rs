@@ -111,6 +111,7 @@ impl Varint {
     /// `decode_length_delimited` reads a message), and the length's size:
     /// [`decode`](Decoder::decode) (or `decode_eof`) without taking the
     /// length off.
+    #[cfg(feature = "prost")]
     #[inline(always)]
     pub(crate) fn decode_delimited(
         &mut self,

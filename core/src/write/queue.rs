@@ -798,7 +798,21 @@ impl WriteQueue {
         } else {
             fenced
         };
-        let runs = if ahead > 0 {
+        // An urgent push half written when a fence came (a switch while
+        // an interim reply was going out): its rest goes first, the parts
+        // of a push are never separated. Only then what the fence holds.
+        let urgent_rest = self
+            .urgent
+            .as_ref()
+            .filter(|urgent| urgent.mid_frame())
+            .map_or(0, |urgent| urgent.frame_rest());
+        let runs = if ahead > 0 && urgent_rest > 0 {
+            [
+                (Lane::Urgent, urgent_rest),
+                (Lane::Bulk, ahead),
+                (Lane::Urgent, usize::MAX),
+            ]
+        } else if ahead > 0 {
             [
                 (Lane::Bulk, ahead),
                 (Lane::Urgent, usize::MAX),
