@@ -80,6 +80,9 @@ pub struct Conn<S, P> {
     /// may go on (an owed reply, the bytes behind it) with no new event,
     /// so it is asked again at once (`deadline` is now).
     repoll: bool,
+    /// The socket had a writable (or error) event: a connect, if there
+    /// was one, is over, and a FIN may go ([`Socket::is_connecting`]).
+    writable_seen: bool,
 }
 
 impl<S: Socket, P: Protocol> Conn<S, P> {
@@ -101,6 +104,7 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
             drained: false,
             registered: None,
             repoll: false,
+            writable_seen: false,
         }
     }
 
@@ -135,6 +139,7 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
                 !event.is_read_closed() && !event.is_error() && self.io.short_read_drains();
             read = self.read(events, shortcut);
         }
+        self.writable_seen |= event.is_writable() || event.is_write_closed() || event.is_error();
         // Even when the read failed: a writable edge comes once, and an
         // answer to the bad input may be queued.
         if event.is_writable() || event.is_write_closed() {
@@ -300,8 +305,16 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
         }
     }
 
-    /// Does to the socket what the core asks: a FIN or a reset.
+    /// Does to the socket what the core asks: a FIN or a reset. A FIN
+    /// waits while the socket is still connecting (it would abort the
+    /// connect): the socket's writable event lets it go.
     fn shut_down(&mut self) -> io::Result<()> {
+        if !self.writable_seen && self.conn.poll_shutdown() == Some(Shutdown::Write) {
+            if self.io.is_connecting() {
+                return Ok(());
+            }
+            self.writable_seen = true;
+        }
         let io = &mut self.io;
         self.conn.shutdown_with(|how| match how {
             Shutdown::Write => io.shutdown_write(),
@@ -459,6 +472,7 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
             drained: self.drained,
             registered: self.registered,
             repoll: self.repoll,
+            writable_seen: self.writable_seen,
         }
     }
 

@@ -45,6 +45,16 @@ pub trait Socket: Read + Write {
     fn reset_on_close(&self) -> io::Result<()> {
         Err(io::ErrorKind::Unsupported.into())
     }
+
+    /// Whether the socket has no peer yet: a connect still under way (a
+    /// `TcpStream::connect` before its first writable event). A shutdown
+    /// then would abort the connect (Linux drops a connection shut down
+    /// in SYN_SENT), so the FIN waits for the socket's first writable
+    /// event. The connection asks only until such an event came. False by
+    /// default.
+    fn is_connecting(&self) -> bool {
+        false
+    }
 }
 
 /// epoll and kqueue: a short read on a socket drained it.
@@ -82,6 +92,10 @@ impl Socket for mio::net::TcpStream {
 
     fn reset_on_close(&self) -> io::Result<()> {
         socket2::SockRef::from(self).set_linger(Some(Duration::ZERO))
+    }
+
+    fn is_connecting(&self) -> bool {
+        matches!(self.peer_addr(), Err(e) if e.kind() == io::ErrorKind::NotConnected)
     }
 }
 

@@ -95,6 +95,9 @@ pub struct Tunnel<C, B> {
 struct Ready {
     read: bool,
     write: bool,
+    /// An event said writable (or failed): a connect, if there was one,
+    /// is over, and a FIN may go ([`Socket::is_connecting`]).
+    write_seen: bool,
 }
 
 impl<C, B> Tunnel<C, B>
@@ -112,6 +115,7 @@ where
         let ready = Ready {
             read: true,
             write: true,
+            write_seen: false,
         };
         Self {
             client,
@@ -157,6 +161,7 @@ where
         };
         ready.read |= event.is_readable() || event.is_read_closed() || event.is_error();
         ready.write |= event.is_writable() || event.is_write_closed() || event.is_error();
+        ready.write_seen |= ready.write;
         self.on_ready()
     }
 
@@ -181,7 +186,7 @@ where
             client,
             &mut client_ready.read,
             backend,
-            &mut backend_ready.write,
+            (&mut backend_ready.write, backend_ready.write_seen),
             *budget,
             true,
         );
@@ -193,7 +198,7 @@ where
             backend,
             &mut backend_ready.read,
             client,
-            &mut client_ready.write,
+            (&mut client_ready.write, client_ready.write_seen),
             *budget,
             up_step.is_ok(),
         );
@@ -398,14 +403,15 @@ impl Way {
     }
 
     /// Moves until the reader or the writer would block, the reader ended
-    /// (the writer then shut down, if `may_end`), or `budget` bytes were
-    /// written.
+    /// (the writer then shut down, if `may_end`, and once it is connected:
+    /// `write_seen`, an event said writable, or it has a peer), or
+    /// `budget` bytes were written.
     fn step<R, W>(
         &mut self,
         reader: &mut R,
         readable: &mut bool,
         writer: &mut W,
-        writable: &mut bool,
+        (writable, write_seen): (&mut bool, bool),
         budget: usize,
         may_end: bool,
     ) -> io::Result<Step>
@@ -447,6 +453,12 @@ impl Way {
             }
             if self.eof {
                 if !may_end {
+                    return Ok(Step::Blocked);
+                }
+                if !write_seen && writer.is_connecting() {
+                    // A shutdown would abort the connect: the writer's
+                    // writable event lets it go.
+                    *writable = false;
                     return Ok(Step::Blocked);
                 }
                 writer.shutdown_write()?;
