@@ -18,8 +18,11 @@
 //! messages to the backend as lines (a message out as a line, a line back
 //! as a text message): a WebSocket front for a line protocol.
 
+use std::collections::VecDeque;
+use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
+use std::task::Poll;
 
 use cleave_proto::http1::{
     self, Body, Client, ClientEvent, Headers, PerRequest, Request, Routed, RoutedEvent,
@@ -104,7 +107,17 @@ where
     // The request being forwarded: its backend and whether it is chunked.
     let mut current: Option<(usize, bool)> = None;
     let mut trailers = None;
-    while let Some(event) = client.next().await {
+    // A client event read while waiting for a backend's answer to
+    // `Expect: 100-continue`.
+    let mut early = None;
+    loop {
+        let event = match early.take() {
+            Some(event) => event,
+            None => match client.next().await {
+                Some(event) => event,
+                None => break,
+            },
+        };
         let event = match event {
             Ok(event) => event,
             Err(ConnError::Protocol(e)) => {
@@ -151,6 +164,33 @@ where
                 backend.send(request.as_bytes().clone()).await?;
                 current = Some((target, request.body() == Body::Chunked));
                 moved.requests += 1;
+                if request.expects_continue() {
+                    // RFC 9110, section 10.1.1: the head goes on at once
+                    // (the client may wait for a 100 before its body),
+                    // and the backend's answer comes back as it comes.
+                    backend.flush().await?;
+                    tokio::select! {
+                        event = client.next() => early = event,
+                        event = backend.next() => match event {
+                            Some(Ok(ClientEvent::Interim(response))) => {
+                                moved.down += response.as_bytes().len() as u64;
+                                client.send(response.into_bytes()).await?;
+                                client.flush().await?;
+                            }
+                            // A final answer before the body: relayed,
+                            // then the client's connection closes (its
+                            // body, if it comes, is not read).
+                            Some(Ok(first)) => {
+                                relay_response(backend, &mut client, &mut moved, Some(first))
+                                    .await?;
+                                client.close().await?;
+                                return Ok(moved);
+                            }
+                            Some(Err(e)) => return Err(e.into()),
+                            None => return Err("the backend closed before its response".into()),
+                        },
+                    }
+                }
             }
             RoutedEvent::Data(data) => {
                 let (target, chunked) = current.ok_or("body outside a request")?;
@@ -166,7 +206,7 @@ where
                     backend.send(last_chunk(trailers.take().as_ref())?).await?;
                 }
                 backend.flush().await?;
-                let relayed = relay_response(backend, &mut client, &mut moved).await?;
+                let relayed = relay_response(backend, &mut client, &mut moved, None).await?;
                 match relayed {
                     After::KeepAlive => {}
                     After::ClientCloses => {
@@ -241,11 +281,13 @@ enum After {
     Switch,
 }
 
-/// Copies one response (interim ones first) from `backend` to `client`.
+/// Copies one response (interim ones first) from `backend` to `client`,
+/// starting with `first` if the backend's first event was read already.
 async fn relay_response<S>(
     backend: &mut Connection<TcpStream, Client>,
     client: &mut Connection<S, Routed<usize>>,
     moved: &mut Moved,
+    mut first: Option<ClientEvent>,
 ) -> Result<After, BoxError>
 where
     S: AsyncRead + AsyncWrite + Reset + Unpin,
@@ -253,8 +295,15 @@ where
     let mut chunked = false;
     let mut after = After::KeepAlive;
     let mut trailers = None;
-    while let Some(event) = backend.next().await {
-        match event? {
+    loop {
+        let event = match first.take() {
+            Some(event) => event,
+            None => match backend.next().await {
+                Some(event) => event?,
+                None => break,
+            },
+        };
+        match event {
             ClientEvent::Interim(response) => {
                 moved.down += response.as_bytes().len() as u64;
                 client.send(response.into_bytes()).await?;
@@ -315,6 +364,16 @@ fn is_websocket(request: &Request) -> bool {
         .is_some_and(|upgrade| upgrade.eq_ignore_ascii_case(b"websocket"))
 }
 
+/// What moved one way of a terminated WebSocket, or made room.
+enum Step {
+    /// A queue that held back a message or a line has room.
+    Room,
+    /// The client's next event.
+    Client(Option<Result<WsEvent, ConnError>>),
+    /// The backend's next line.
+    Backend(Option<Result<Bytes, ConnError>>),
+}
+
 /// Terminates a WebSocket upgrade: the handshake answered here, then the
 /// messages bridged to `addr` as lines until either side ends.
 async fn terminate<S>(
@@ -359,9 +418,45 @@ where
     let mut encoder = Lines::new();
     let mut parts = Assembler::new();
     let mut backend_open = true;
+    // Each way moves on its own. What finds its queue full waits here,
+    // and only that way stops reading until the queue makes room, while
+    // both queues are written all the time: a way that waited for its
+    // write while not reading the other would deadlock against a backend
+    // that writes its answers before it reads on.
+    let mut to_backend: Option<Frame> = None;
+    let mut to_client: VecDeque<Frame> = VecDeque::new();
     loop {
-        tokio::select! {
-            event = ws.next() => {
+        if let Some(line) = to_backend.take() {
+            to_backend = lines.conn_mut().push_or_full(line)?.err();
+        }
+        while let Some(frame) = to_client.pop_front() {
+            if let Err(full) = ws.conn_mut().push_or_full(frame)? {
+                to_client.push_front(full);
+                break;
+            }
+        }
+        let step = poll_fn(|cx| {
+            let up_room = lines.poll_drain(cx)?.is_ready();
+            let down_room = ws.poll_drain(cx)?.is_ready();
+            if (to_backend.is_some() && up_room) || (!to_client.is_empty() && down_room) {
+                return Poll::Ready(Ok::<_, ConnError>(Step::Room));
+            }
+            if to_backend.is_none() {
+                if let Poll::Ready(event) = ws.poll_next_unpin(cx) {
+                    return Poll::Ready(Ok(Step::Client(event)));
+                }
+            }
+            if to_client.is_empty() && backend_open {
+                if let Poll::Ready(line) = lines.poll_next_unpin(cx) {
+                    return Poll::Ready(Ok(Step::Backend(line)));
+                }
+            }
+            Poll::Pending
+        })
+        .await?;
+        match step {
+            Step::Room => {}
+            Step::Client(event) => {
                 let message = match event {
                     Some(Ok(WsEvent::Text(data) | WsEvent::Binary(data))) => data,
                     Some(Ok(WsEvent::Part(part))) => match parts.push(part) {
@@ -375,37 +470,44 @@ where
                 };
                 moved.up += message.len() as u64;
                 match encoder.encode(message) {
-                    Ok(line) => {
-                        lines.send(line).await?;
-                        lines.flush().await?;
-                    }
+                    Ok(line) => to_backend = Some(line),
                     // A message with a line break cannot be one line
                     // (one close per side: none if one went already).
                     Err(_) if !ws.conn().protocol().is_closing() => {
-                        let close = ws.conn_mut().protocol_mut().close(close_code::POLICY, "not a line")?;
-                        ws.send(close).await?;
-                        ws.flush().await?;
+                        let close = ws
+                            .conn_mut()
+                            .protocol_mut()
+                            .close(close_code::POLICY, "not a line")?;
+                        to_client.push_back(close);
                     }
                     Err(_) => {}
                 }
             }
-            line = lines.next(), if backend_open => {
+            Step::Backend(line) => {
                 let Some(Ok(line)) = line else {
                     // The backend ended: the client is told so.
                     backend_open = false;
                     if !ws.conn().protocol().is_closing() {
-                        let close = ws.conn_mut().protocol_mut().close(close_code::GOING_AWAY, "")?;
-                        ws.send(close).await?;
-                        ws.flush().await?;
+                        let close = ws
+                            .conn_mut()
+                            .protocol_mut()
+                            .close(close_code::GOING_AWAY, "")?;
+                        to_client.push_back(close);
                     }
                     continue;
                 };
                 moved.down += line.len() as u64;
                 let message = ws.conn_mut().protocol_mut().message(Kind::Text, line);
-                ws.send(message).await?;
-                ws.flush().await?;
+                to_client.push_back(message);
             }
         }
+    }
+    // What still waited for room goes before the ends.
+    if let Some(line) = to_backend {
+        lines.send(line).await?;
+    }
+    for frame in to_client {
+        ws.send(frame).await?;
     }
     ws.close().await?;
     lines.close().await?;
