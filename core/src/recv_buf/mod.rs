@@ -172,7 +172,9 @@ impl RecvBuf {
     ///
     /// No copy is made when `tail` is the only handle to its memory and that
     /// memory is not much larger than the tail; otherwise it is copied once,
-    /// so a small tail never keeps a large block alive.
+    /// so a small tail never keeps a large block alive (one at the end of a
+    /// large block included). A tail longer than the bytes before it in its
+    /// block is kept where it is, with them: at most twice its length.
     ///
     /// # Errors
     ///
@@ -190,7 +192,13 @@ impl RecvBuf {
         }
         let mut buf = BytesMut::from(tail);
         let fits = buf.len().saturating_add(config.read_reserve);
-        if buf.capacity() > fits.max(config.idle_capacity).saturating_mul(2) {
+        let most = fits.max(config.idle_capacity).saturating_mul(2);
+        // A view's capacity counts from its start: a tail at the end of a
+        // large block says nothing of the memory before it. Moved to the
+        // front of its block (when that is cheap: the tail is no longer
+        // than what precedes it), it shows the whole block.
+        let room = most.saturating_sub(buf.len()).saturating_add(1);
+        if buf.capacity() > most || buf.try_reclaim(room) {
             buf = BytesMut::from(&buf[..]);
         }
         Ok(Self {
