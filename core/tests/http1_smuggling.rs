@@ -583,10 +583,10 @@ fn te_vectors() -> Vec<Vector> {
             400,
         ),
         bad(
-            "PortSwigger TE.TE `xchunked` alone: an unknown coding; RFC 9112 6.1 (501)",
+            "PortSwigger TE.TE `xchunked` alone: chunked not last; RFC 9112 6.3 rule 4 (400)",
             b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n",
-            TransferCoding,
-            501,
+            TransferEncoding,
+            400,
         ),
         bad(
             "PortSwigger TE.TE `Transfer-Encoding:  chunked` (extra space), with Content-Length",
@@ -673,10 +673,10 @@ fn te_vectors() -> Vec<Vector> {
             400,
         ),
         bad(
-            "unknown coding `gzip` alone: RFC 9112 6.1 (501), cleave decodes none",
+            "unknown coding `gzip` alone: chunked not last; RFC 9112 6.3 rule 4 (400)",
             b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
-            TransferCoding,
-            501,
+            TransferEncoding,
+            400,
         ),
         bad(
             "`gzip, chunked`: a coding cleave does not decode; RFC 9112 6.1 (501)",
@@ -685,16 +685,16 @@ fn te_vectors() -> Vec<Vector> {
             501,
         ),
         bad(
-            "`identity`, a coding RFC 7230 removed; CVE-2019-16786 (waitress)",
+            "`identity`, a coding RFC 7230 removed, alone: chunked not last (400); CVE-2019-16786 (waitress)",
             b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n",
-            TransferCoding,
-            501,
+            TransferEncoding,
+            400,
         ),
         bad(
-            "quoted `\"chunked\"`: not the coding; PortSwigger TE.TE",
+            "quoted `\"chunked\"`: not the coding, so chunked not last (400); PortSwigger TE.TE",
             b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \"chunked\"\r\n\r\n0\r\n\r\n",
-            TransferCoding,
-            501,
+            TransferEncoding,
+            400,
         ),
         bad(
             "TE folded onto a second line; CVE-2022-32215 (llhttp multi-line TE); RFC 9112 5.2",
@@ -728,10 +728,10 @@ fn te_vectors() -> Vec<Vector> {
         )
         .client(&["GET"]),
         bad(
-            "a response with a coding cleave does not decode (client side)",
+            "a response whose last coding is not chunked (client side): refused, as for requests",
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
-            TransferCoding,
-            501,
+            TransferEncoding,
+            400,
         )
         .client(&["GET"]),
         ok(
@@ -2080,7 +2080,7 @@ fn fields(count: usize) -> Vec<u8> {
 }
 
 fn limit_vectors() -> Vec<Vector> {
-    use Limit::{BodyLength, HeadLength, HeaderCount, LineLength, TrailerLength};
+    use Limit::{BodyLength, HeadLength, HeaderCount, LineLength, RequestLine, TrailerLength};
     let long_x = [
         &b"GET / HTTP/1.1\r\nHost: a\r\nX: "[..],
         &[b'a'; 60],
@@ -2139,17 +2139,17 @@ fn limit_vectors() -> Vec<Vector> {
         over("a field line over max_line: 431", &long_x, LineLength, 431)
             .config(cfg().max_line(32).unwrap()),
         over(
-            "a request line over max_line: 431",
+            "a request line over max_line: its target is too long, 414 (RFC 9112, section 3)",
             &[&b"GET /"[..], &[b'a'; 40], b" HTTP/1.1\r\nHost: a\r\n\r\n"].concat(),
-            LineLength,
-            431,
+            RequestLine,
+            414,
         )
         .config(cfg().max_line(32).unwrap()),
         over(
-            "a request line over the default 8 KiB (Apache LimitRequestLine)",
+            "a request line over the default 8 KiB (Apache LimitRequestLine): 414",
             &long_target,
-            LineLength,
-            431,
+            RequestLine,
+            414,
         ),
         over(
             "a trailer section over max_trailers: 400",
@@ -3255,10 +3255,10 @@ fn checked_vectors_hold() {
             400,
         ),
         bad(
-            "chunked;q=1 is another coding",
+            "chunked;q=1 is another coding, so chunked not last (400)",
             b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;q=1\r\n\r\n0\r\n\r\n",
-            HttpField::TransferCoding,
-            501,
+            HttpField::TransferEncoding,
+            400,
         ),
         bad(
             "LF-only request",

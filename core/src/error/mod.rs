@@ -192,6 +192,11 @@ pub enum Limit {
     /// decompression, for a compressed WebSocket message): a WebSocket
     /// endpoint closes with 1009.
     MessageLength,
+    /// An HTTP request line longer than a line may be
+    /// ([`Http1Config::max_line`](crate::http1::Http1Config::max_line)):
+    /// its target is too long, and a server answers 414 (RFC 9112,
+    /// section 3).
+    RequestLine,
 }
 
 /// How the caller misused the API, for [`Error::Misuse`].
@@ -438,6 +443,7 @@ impl fmt::Display for Limit {
             Self::TrailerLength => "HTTP trailer size",
             Self::BodyLength => "HTTP body size",
             Self::MessageLength => "message size",
+            Self::RequestLine => "HTTP request line length",
         })
     }
 }

@@ -108,7 +108,8 @@ impl Http1Config {
     }
 
     /// The longest start line or header line, CRLF included
-    /// (`LimitExceeded { limit: LineLength }`).
+    /// (`LimitExceeded { limit: LineLength }`; `RequestLine` for a request
+    /// line, which a server answers with 414).
     ///
     /// # Errors
     ///

@@ -10,7 +10,7 @@ use crate::encoder::Frame;
 use crate::error::{Error, Misuse, Unencodable};
 use crate::http1::chars::is_token;
 use crate::http1::head::Body;
-use crate::http1::host::{absolute_authority, is_host};
+use crate::http1::host::{absolute_authority, is_host, is_target_authority};
 
 /// `100 Continue`, for a request that [`expects_continue`]: push it like
 /// a response, in order (on the bulk lane: it must not overtake the
@@ -198,8 +198,9 @@ pub fn request_into(
 
 /// The Host rules a server holds an HTTP/1.1 request to (RFC 9112,
 /// section 3.2; cleave's [`Server`](crate::http1::Server) refuses the
-/// rest): a CONNECT's target and an absolute-form target's authority are
-/// a `host[:port]`; one Host field, a `host[:port]`, equal (case aside)
+/// rest): a CONNECT's target is a `host:port` (a port from 1 to 65535) and
+/// an absolute-form target's authority a `host[:port]`, neither host
+/// empty; one Host field, a `host[:port]`, equal (case aside)
 /// to the target's authority when it names one.
 fn check_host(method: &str, target: &str, headers: &[(&str, &[u8])]) -> Result<(), Error> {
     let authority = if method == "CONNECT" {
@@ -207,7 +208,7 @@ fn check_host(method: &str, target: &str, headers: &[(&str, &[u8])]) -> Result<(
     } else {
         absolute_authority(target.as_bytes())
     };
-    if authority.is_some_and(|a| a.is_empty() || !is_host(a)) {
+    if authority.is_some_and(|a| !is_target_authority(a, method == "CONNECT")) {
         return Err(refuse(Unencodable::HttpToken));
     }
     let mut hosts = headers

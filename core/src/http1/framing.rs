@@ -178,11 +178,14 @@ pub(crate) fn request_body(f: &Framing<'_>, version: Version) -> Result<Body, Ba
         if version == Version::Http10 {
             return Err(Bad::Field(HttpField::TransferEncoding, 0));
         }
-        if f.other_coding {
-            return Err(Bad::Field(HttpField::TransferCoding, 0));
-        }
+        // Chunked not last: the length cannot be known, a 400 (RFC 9112,
+        // section 6.3, rule 4) whatever the codings. Only a coding not
+        // understood before a final chunked is a 501 (section 6.1).
         if !f.chunked_last {
             return Err(Bad::Field(HttpField::TransferEncoding, 0));
+        }
+        if f.other_coding {
+            return Err(Bad::Field(HttpField::TransferCoding, 0));
         }
         return Ok(Body::Chunked);
     }

@@ -111,6 +111,41 @@ fn is_ipv_future(rest: &[u8]) -> bool {
         && tail.iter().all(|&b| b == b':' || NAME_BYTE[usize::from(b)])
 }
 
+/// Whether `authority` (a CONNECT's target, or an absolute-form target's
+/// authority) names a request's target: a `host[:port]` whose host is not
+/// empty (RFC 9110, section 4.2.1: an "http" URI with an empty host is
+/// invalid), with, for a CONNECT, a port from 1 to 65535 (section 9.3.6:
+/// "there is no default port", and a server "MUST reject a CONNECT
+/// request that targets an empty or invalid port number").
+pub(crate) fn is_target_authority(authority: &[u8], connect: bool) -> bool {
+    if !is_host(authority) {
+        return false;
+    }
+    // A reg-name holds no `:`; an IP literal ends with `]`.
+    let host_end = if authority.first() == Some(&b'[') {
+        authority
+            .iter()
+            .position(|&b| b == b']')
+            .map_or(authority.len(), |i| i + 1)
+    } else {
+        authority
+            .iter()
+            .position(|&b| b == b':')
+            .unwrap_or(authority.len())
+    };
+    let (host, rest) = authority.split_at(host_end);
+    let port = rest.strip_prefix(b":");
+    let valid_port = |port: &[u8]| {
+        !port.is_empty()
+            && port.len() <= 5
+            && core::str::from_utf8(port)
+                .ok()
+                .and_then(|p| p.parse::<u32>().ok())
+                .is_some_and(|p| (1..=65535).contains(&p))
+    };
+    !host.is_empty() && (!connect || port.is_some_and(valid_port))
+}
+
 /// `:` and digits (maybe none).
 fn is_port(value: &[u8]) -> bool {
     value.first() == Some(&b':') && value[1..].iter().all(u8::is_ascii_digit)

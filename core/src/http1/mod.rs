@@ -118,6 +118,7 @@ pub fn status_for(error: &Error) -> Option<u16> {
         Error::InvalidInput { .. } => Some(400),
         Error::LimitExceeded { limit, .. } => match limit {
             Limit::HeadLength | Limit::HeaderCount | Limit::LineLength => Some(431),
+            Limit::RequestLine => Some(414),
             Limit::BodyLength => Some(413),
             Limit::ChunkExtension | Limit::TrailerLength => Some(400),
             _ => None,

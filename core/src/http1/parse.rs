@@ -13,7 +13,7 @@ use crate::http1::config::{Http1Config, MAX_HEADERS};
 use crate::http1::faults::{refused, Role};
 use crate::http1::framing::{request_body, Framing};
 use crate::http1::head::{Body, Flags, Headers, Request, Response, Span, Version};
-use crate::http1::host::{absolute_authority, is_host};
+use crate::http1::host::{absolute_authority, is_host, is_target_authority};
 use crate::http1::lines::{check_field_lines, Bad};
 
 fn version_of(v: Option<u8>) -> Version {
@@ -130,7 +130,7 @@ pub(crate) fn parse_request(
     }
     // The target before the Host field: errors come in byte order.
     let host = match (f.host, authority) {
-        (_, Some(authority)) if !is_host(authority) || authority.is_empty() => {
+        (_, Some(authority)) if !is_target_authority(authority, method == b"CONNECT") => {
             return Err(Bad::Field(
                 HttpField::RequestLine,
                 Span::of(target, head).at as usize,

@@ -56,7 +56,10 @@ impl HeadSearch {
                 max,
                 Limit::HeadLength,
             )
-            .map_err(|bad| self.fault(buf, judged_before(bad, max_line, max), role, bad))?;
+            .map_err(|bad| {
+                let judged = judged_before(bad, max_line, max);
+                self.fault(buf, judged, role, start_line_limit(bad, role))
+            })?;
         if found.is_none() {
             early_check(buf, self.checked, role).map_err(|bad| bad.into_error(self.start))?;
             self.checked = buf.len();
@@ -96,6 +99,19 @@ impl HeadSearch {
     #[cold]
     pub(crate) fn fault(&self, buf: &[u8], judged: usize, role: Role, bad: Bad) -> Error {
         first_fault(buf, judged, self.checked, role, bad).into_error(self.start)
+    }
+}
+
+/// A request line too long is its own limit: its target is too long, and
+/// a server answers 414, not the 431 of a header line (RFC 9112, section
+/// 3). The search starts at the request line (empty lines before it are
+/// skipped first): the line at 0.
+fn start_line_limit(bad: Bad, role: Role) -> Bad {
+    match bad {
+        Bad::Limit(Limit::LineLength, max, attempted, 0) if role == Role::Request => {
+            Bad::Limit(Limit::RequestLine, max, attempted, 0)
+        }
+        bad => bad,
     }
 }
 

@@ -5,7 +5,7 @@ use alloc::string::String;
 
 use bytes::Bytes;
 
-use crate::http1::host::{absolute_authority, is_host};
+use crate::http1::host::{absolute_authority, is_host, is_target_authority};
 
 /// What a request head says: one copy of the head, and where each part
 /// is in it (one allocation, however many headers).
@@ -162,7 +162,9 @@ pub(super) fn head_of(
         absolute_authority(path.as_bytes())
     };
     let host = match (host, authority) {
-        (_, Some(authority)) if !is_host(authority) => return Err(span(authority).at),
+        (_, Some(authority)) if !is_target_authority(authority, method == "CONNECT") => {
+            return Err(span(authority).at)
+        }
         (Some(host), Some(authority)) if !host.eq_ignore_ascii_case(authority) => {
             return Err(span(host).at)
         }
