@@ -57,7 +57,11 @@ const HEAD_ROOM: usize = 4096;
 /// How long a connection may stay silent between requests.
 const IDLE: Duration = Duration::from_secs(60);
 
-/// How long a request may take to arrive once it started.
+/// How long a head (or a chunk-size line) may take to arrive once it
+/// started. A body is handed out as it comes, and each piece starts the
+/// time again: a body that keeps coming, however slowly, is not cut here
+/// (a floor on the rate, against a client that trickles its body, is the
+/// application's to set).
 const FRAME: Duration = Duration::from_secs(30);
 
 /// The server's codec: default limits, and [`MAX_BODY`] for bodies.
@@ -67,7 +71,8 @@ pub fn server() -> Server {
 }
 
 /// The servers' connection settings: a client silent for a minute, or
-/// half a minute into a request it does not finish, is let go.
+/// half a minute into a head it does not finish, is let go (a 408 if it
+/// is the connection's first request); see [`FRAME`] for bodies.
 #[must_use]
 pub fn conn_config() -> ConnConfig {
     let timeouts = Timeouts::default().idle(Some(IDLE)).frame(Some(FRAME));
@@ -102,6 +107,8 @@ impl Route {
 #[derive(Debug)]
 struct Exchange {
     route: Route,
+    /// The request asked to switch protocols (an Upgrade, a CONNECT).
+    switch: bool,
     /// A HEAD: the answer's head only.
     head_only: bool,
     version: Version,
@@ -115,6 +122,7 @@ impl Exchange {
     fn new(request: &Request) -> Self {
         Self {
             route: Route::of(request.method(), request.target()),
+            switch: request.is_upgrade() || request.is_connect(),
             head_only: request.method() == "HEAD",
             version: request.version(),
             keep_alive: request.keep_alive(),
@@ -235,6 +243,10 @@ pub struct App {
     /// as each is made: once the queue has copied the heads before, its
     /// room is reused, so an answer's head allocates nothing.
     heads: BytesMut,
+    /// A request that asked to switch (an Upgrade, a CONNECT) was answered
+    /// as any other: the codec, which stopped after it, is to
+    /// [`resume`](cleave_proto::http1::Server::resume).
+    declined: bool,
 }
 
 impl App {
@@ -271,6 +283,7 @@ impl App {
             ServerEvent::End => {
                 if let Some(exchange) = self.current.take() {
                     self.closing |= !exchange.keep_alive;
+                    self.declined |= exchange.switch;
                     exchange.answer(&mut self.heads, out)?;
                 }
             }
@@ -312,6 +325,16 @@ impl App {
     pub fn wants_close(&self) -> bool {
         self.closing
     }
+
+    /// Whether a request that asked to switch protocols (`Upgrade: h2c`
+    /// from `curl --http2`, a CONNECT) was answered without switching,
+    /// once: the driver then calls
+    /// [`Server::resume`](cleave_proto::http1::Server::resume), and the
+    /// requests behind it are read (RFC 9110, section 7.8: a server may
+    /// ignore an Upgrade).
+    pub fn take_declined(&mut self) -> bool {
+        std::mem::take(&mut self.declined)
+    }
 }
 
 /// The reason phrase of the statuses this application answers.
@@ -330,14 +353,15 @@ fn reason(status: u16) -> &'static str {
 // ----- tokio -----
 
 /// Serves every connection `listener` accepts, each in a task of its own,
-/// until accepting fails (or the runtime is dropped).
+/// until the runtime is dropped. An accept error (out of descriptors, say)
+/// is printed and accepting goes on after a pause ([`crate::accept`]).
 ///
 /// # Errors
 ///
-/// What `accept` says.
+/// None: it serves until it is dropped.
 pub async fn serve_tokio(listener: tokio::net::TcpListener) -> io::Result<()> {
     loop {
-        let (socket, _peer) = listener.accept().await?;
+        let (socket, _peer) = crate::accept::next(&listener, "http1_server").await;
         tokio::spawn(async move {
             // A client that breaks off is its own business.
             let _ = serve_tokio_connection(socket).await;
@@ -363,6 +387,9 @@ pub async fn serve_tokio_connection(socket: tokio::net::TcpStream) -> Result<(),
                 Ok(event) => app.on_event(event, &mut out)?,
                 Err(ConnError::Protocol(e)) => app.on_error(&e, &mut out),
                 Err(e) => return Err(e),
+            }
+            if app.take_declined() {
+                conn.conn_mut().protocol_mut().resume();
             }
             // Nothing after a close is answered (the codec parses no
             // more anyway).
@@ -475,21 +502,32 @@ impl MioServer {
         let mut peers: HashMap<mio::Token, Peer> = HashMap::new();
         let mut events = mio::Events::with_capacity(256);
         let mut parsed = Vec::new();
+        // Connections to read again: their read budget ran out (or reading
+        // resumed), and no new event will say that bytes wait. Each is
+        // read again once the others had their turn: one busy client does
+        // not keep the rest waiting.
+        let mut again: Vec<mio::Token> = Vec::new();
+        // After an accept error (out of descriptors): when to try again.
+        let mut accept_at: Option<Instant> = None;
         while !self.stop.load(Ordering::SeqCst) {
-            let timeout = conns
-                .next_deadline()
-                .map(|d| d.saturating_duration_since(Instant::now()));
+            let timeout = if again.is_empty() {
+                [conns.next_deadline(), accept_at]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .map(|d| d.saturating_duration_since(Instant::now()))
+            } else {
+                Some(Duration::ZERO)
+            };
             self.poll.poll(&mut events, timeout)?;
+            let mut accept = accept_at.is_some_and(|at| at <= Instant::now());
             for event in &events {
                 let token = event.token();
                 if token == WAKER {
                     continue;
                 }
                 if token == LISTENER {
-                    conns.accept(&self.listener, self.poll.registry(), |socket, _peer| {
-                        socket.set_nodelay(true).ok()?;
-                        Some(MioConn::with_config(socket, server(), conn_config()))
-                    })?;
+                    accept = true;
                     continue;
                 }
                 let Some(conn) = conns.get_mut(token) else {
@@ -498,9 +536,49 @@ impl MioServer {
                 let peer = peers.entry(token).or_default();
                 let outcome = conn.on_event(event, &mut parsed);
                 let driven = drive(conn, peer, outcome, &mut parsed);
-                settle(&mut conns, &mut peers, self.poll.registry(), token, driven);
+                settle(
+                    &mut conns,
+                    &mut peers,
+                    self.poll.registry(),
+                    token,
+                    driven,
+                    &mut again,
+                );
             }
-            self.sweep(&mut conns, &mut peers, &mut parsed);
+            for token in std::mem::take(&mut again) {
+                let Some(conn) = conns.get_mut(token) else {
+                    continue;
+                };
+                let peer = peers.entry(token).or_default();
+                let outcome = conn.on_readable(&mut parsed);
+                let driven = drive(conn, peer, outcome, &mut parsed);
+                settle(
+                    &mut conns,
+                    &mut peers,
+                    self.poll.registry(),
+                    token,
+                    driven,
+                    &mut again,
+                );
+            }
+            if accept {
+                accept_at = None;
+                let accepted =
+                    conns.accept(&self.listener, self.poll.registry(), |socket, _peer| {
+                        socket.set_nodelay(true).ok()?;
+                        Some(MioConn::with_config(socket, server(), conn_config()))
+                    });
+                // Out of descriptors, say: connections may wait, and no
+                // event will say so; try again after a pause.
+                if let Err(e) = accepted {
+                    eprintln!(
+                        "http1_mio_server: accept: {e}; again in {:?}",
+                        crate::accept::PAUSE
+                    );
+                    accept_at = Some(Instant::now() + crate::accept::PAUSE);
+                }
+            }
+            self.sweep(&mut conns, &mut peers, &mut parsed, &mut again);
         }
         Ok(())
     }
@@ -511,6 +589,7 @@ impl MioServer {
         conns: &mut Conns<mio::net::TcpStream, Server>,
         peers: &mut HashMap<mio::Token, Peer>,
         parsed: &mut Vec<ServerEvent>,
+        again: &mut Vec<mio::Token>,
     ) {
         let now = Instant::now();
         let due: Vec<mio::Token> = conns
@@ -525,64 +604,72 @@ impl MioServer {
             let peer = peers.entry(token).or_default();
             let outcome = conn.on_timeout(parsed).map(|()| ReadOutcome::default());
             let driven = drive(conn, peer, outcome, parsed);
-            settle(conns, peers, self.poll.registry(), token, driven);
+            settle(conns, peers, self.poll.registry(), token, driven, again);
         }
     }
 }
 
-/// After a connection was driven: its registration brought up to date,
-/// or, finished or failed, it is dropped (the socket closes).
+/// After a connection was driven: its registration brought up to date
+/// (and, if it is to read again, its turn taken in `again`), or, finished
+/// or failed, it is dropped (the socket closes).
 fn settle(
     conns: &mut Conns<mio::net::TcpStream, Server>,
     peers: &mut HashMap<mio::Token, Peer>,
     registry: &mio::Registry,
     token: mio::Token,
-    driven: Result<(), ConnError>,
+    driven: Result<bool, ConnError>,
+    again: &mut Vec<mio::Token>,
 ) {
-    let finished = match driven {
-        Ok(()) => !matches!(conns.settle(registry, token), Ok(None)),
-        Err(_) => true,
+    let (finished, read_again) = match driven {
+        Ok(read_again) => (
+            !matches!(conns.settle(registry, token), Ok(None)),
+            read_again,
+        ),
+        Err(_) => (true, false),
     };
     if finished {
         conns.take(token);
         peers.remove(&token);
+    } else if read_again && !again.contains(&token) {
+        again.push(token);
     }
 }
 
 /// Hands what one event (or timeout) brought to the application, queues
-/// its answers and writes them; reads on while the read budget ran out or
-/// reading resumed.
+/// its answers and writes them. Returns whether to read again, once the
+/// other connections had their turn: the read budget ran out, reading
+/// resumed, or the codec parses again after a declined switch.
 fn drive(
     conn: &mut MioConn,
     peer: &mut Peer,
-    mut outcome: Result<ReadOutcome, ConnError>,
+    outcome: Result<ReadOutcome, ConnError>,
     parsed: &mut Vec<ServerEvent>,
-) -> Result<(), ConnError> {
+) -> Result<bool, ConnError> {
     let mut out = Vec::new();
-    loop {
-        for event in parsed.drain(..) {
-            if !peer.app.wants_close() {
-                peer.app.on_event(event, &mut out)?;
+    let mut declined = false;
+    for event in parsed.drain(..) {
+        if !peer.app.wants_close() {
+            peer.app.on_event(event, &mut out)?;
+            if peer.app.take_declined() {
+                conn.conn_mut().protocol_mut().resume();
+                declined = true;
             }
         }
-        let more = match outcome {
-            Ok(read) => {
-                peer.ended |= read.eof;
-                read.more
-            }
-            Err(ConnError::Protocol(e)) => {
-                peer.app.on_error(&e, &mut out);
-                false
-            }
-            Err(e) => return Err(e),
-        };
-        peer.backlog.extend(out.drain(..));
-        let resumed = pump(conn, peer)?;
-        if peer.paused || !(more || resumed) {
-            return Ok(());
-        }
-        outcome = conn.on_readable(parsed);
     }
+    let more = match outcome {
+        Ok(read) => {
+            peer.ended |= read.eof;
+            read.more
+        }
+        Err(ConnError::Protocol(e)) => {
+            peer.app.on_error(&e, &mut out);
+            false
+        }
+        Err(e) => return Err(e),
+    };
+    peer.backlog.extend(out.drain(..));
+    let resumed = pump(conn, peer)?;
+    Ok(!peer.paused && (more || resumed || declined))
 }
 
 /// Moves the backlog into the write queue and writes, while the socket

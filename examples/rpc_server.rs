@@ -31,6 +31,7 @@ use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use cleave_proto::codec::message::{BadMessage, ProstCodec};
@@ -38,6 +39,10 @@ use cleave_proto::{Bytes, Encoder, WriteQueueConfig};
 use cleave_tokio::{spawn_writer, ConnError, FrameReader, WriteHandle};
 use futures_util::StreamExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+/// Requests of one connection answered at once, at most.
+const IN_FLIGHT: usize = 256;
 
 /// Any error, for `main` and the client.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -224,11 +229,22 @@ pub async fn serve_connection(socket: TcpStream) -> Result<u64, Failure> {
     let half = tokio::io::join(read, tokio::io::sink());
     let mut requests = FrameReader::new(half, ProstCodec::<Request>::new());
     let mut count = 0u64;
+    // At most `IN_FLIGHT` requests are answered at once: a client that
+    // sends and does not read fills the queue, the handlers wait for room,
+    // and then reading waits for a handler, so the socket pushes back.
+    let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
     while let Some(request) = requests.next().await {
         match request {
             Ok(request) => {
                 count += 1;
-                tokio::spawn(answer(request, answers.clone()));
+                let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
+                    break;
+                };
+                let answers = answers.clone();
+                tokio::spawn(async move {
+                    answer(request, answers).await;
+                    drop(permit);
+                });
             }
             Err(error) => {
                 // Errors are final: stop reading, and close. Answers queued
@@ -253,14 +269,15 @@ pub async fn serve_connection(socket: TcpStream) -> Result<u64, Failure> {
 }
 
 /// Accepts connections on `listener` and serves each in a task of its
-/// own, logging how each one ended.
+/// own, logging how each one ended. An accept error (out of descriptors,
+/// say) is printed and accepting goes on after a pause.
 ///
 /// # Errors
 ///
-/// When accepting fails.
+/// None: it serves until it is dropped.
 pub async fn serve(listener: TcpListener) -> io::Result<()> {
     loop {
-        let (socket, peer) = listener.accept().await?;
+        let (socket, peer) = cleave_examples::accept::next(&listener, "rpc_server").await;
         tokio::spawn(async move {
             match serve_connection(socket).await {
                 Ok(count) => println!("rpc_server: {peer}: {count} requests answered"),

@@ -100,13 +100,15 @@ fn protocol(accepted: &websocket::Accepted) -> WebSocket {
 // ----- tokio -----
 
 /// Serves every connection `listener` accepts, each in a task of its own.
+/// An accept error (out of descriptors, say) is printed and accepting goes
+/// on after a pause ([`crate::accept`]).
 ///
 /// # Errors
 ///
-/// What `accept` says.
+/// None: it serves until it is dropped.
 pub async fn serve_tokio(listener: tokio::net::TcpListener) -> io::Result<()> {
     loop {
-        let (socket, _peer) = listener.accept().await?;
+        let (socket, _peer) = crate::accept::next(&listener, "ws_echo_server").await;
         tokio::spawn(async move {
             // A client that breaks off is its own business.
             let _ = serve_tokio_connection(socket).await;
@@ -386,33 +388,72 @@ pub fn serve_mio(
     let mut peers: std::collections::HashMap<mio::Token, MioPeer> = Default::default();
     let mut events = mio::Events::with_capacity(256);
     let mut read = Vec::new();
+    // Connections to read again once the others had their turn (their
+    // read budget ran out: no new event will say that bytes wait).
+    let mut again: Vec<mio::Token> = Vec::new();
+    // After an accept error (out of descriptors): when to try again.
+    let mut accept_at: Option<std::time::Instant> = None;
     while !stop.load(Ordering::SeqCst) {
-        poll.poll(&mut events, None)?;
-        for event in &events {
+        let timeout = if again.is_empty() {
+            accept_at.map(|at| at.saturating_duration_since(std::time::Instant::now()))
+        } else {
+            Some(std::time::Duration::ZERO)
+        };
+        poll.poll(&mut events, timeout)?;
+        let mut accept = accept_at.is_some_and(|at| at <= std::time::Instant::now());
+        let ready = events.iter().filter_map(|event| {
             let token = event.token();
-            if token == MIO_WAKER {
-                continue;
-            }
+            (token != MIO_WAKER).then_some((token, Some(event)))
+        });
+        let ready: Vec<_> = ready
+            .chain(
+                std::mem::take(&mut again)
+                    .into_iter()
+                    .map(|token| (token, None)),
+            )
+            .collect();
+        for (token, event) in ready {
             if token == MIO_LISTENER {
-                conns.accept(&listener, poll.registry(), |socket, _peer| {
-                    socket.set_nodelay(true).ok()?;
-                    let http = Upgrading::Http(Server::new());
-                    Some(MioWs::with_config(socket, http, conn_config()))
-                })?;
+                accept = true;
                 continue;
             }
             let Some(conn) = conns.get_mut(token) else {
                 continue;
             };
             let peer = peers.entry(token).or_default();
-            let outcome = conn.on_event(event, &mut read);
-            let finished = match mio_drive(conn, peer, outcome, &mut read) {
-                Ok(()) => !matches!(conns.settle(poll.registry(), token), Ok(None)),
-                Err(_) => true,
+            let outcome = match event {
+                Some(event) => conn.on_event(event, &mut read),
+                None => conn.on_readable(&mut read),
+            };
+            let (finished, read_again) = match mio_drive(conn, peer, outcome, &mut read) {
+                Ok(read_again) => (
+                    !matches!(conns.settle(poll.registry(), token), Ok(None)),
+                    read_again,
+                ),
+                Err(_) => (true, false),
             };
             if finished {
                 conns.take(token);
                 peers.remove(&token);
+            } else if read_again && !again.contains(&token) {
+                again.push(token);
+            }
+        }
+        if accept {
+            accept_at = None;
+            let accepted = conns.accept(&listener, poll.registry(), |socket, _peer| {
+                socket.set_nodelay(true).ok()?;
+                let http = Upgrading::Http(Server::new());
+                Some(MioWs::with_config(socket, http, conn_config()))
+            });
+            // Out of descriptors, say: connections may wait, and no event
+            // will say so; try again after a pause.
+            if let Err(e) = accepted {
+                eprintln!(
+                    "ws_echo_mio_server: accept: {e}; again in {:?}",
+                    crate::accept::PAUSE
+                );
+                accept_at = Some(std::time::Instant::now() + crate::accept::PAUSE);
             }
         }
     }
@@ -420,13 +461,15 @@ pub fn serve_mio(
 }
 
 /// Hands what one event brought to the echo, queues its answers, writes;
-/// reads on while the read budget ran out or the protocol switched.
+/// reads on while the protocol switched or room freed. Returns whether to
+/// read again once the other connections had their turn: the read budget
+/// ran out.
 fn mio_drive(
     conn: &mut MioWs,
     peer: &mut MioPeer,
     mut outcome: Result<cleave_mio::ReadOutcome, ConnError>,
     read: &mut Vec<UpgradingEvent>,
-) -> Result<(), ConnError> {
+) -> Result<bool, ConnError> {
     loop {
         let mut switched = false;
         for event in read.drain(..) {
@@ -454,8 +497,15 @@ fn mio_drive(
         let resumed = mio_pump(conn, peer)?;
         // Room freed: a protocol waiting to queue an answer goes on.
         let freed = conn.conn().queue().marks() != before && !conn.conn().is_read_done();
-        if !(more || switched || resumed || freed) || !peer.backlog.is_empty() {
-            return Ok(());
+        if !peer.backlog.is_empty() {
+            return Ok(false);
+        }
+        if more {
+            // The budget ran out: the others first.
+            return Ok(true);
+        }
+        if !(switched || resumed || freed) {
+            return Ok(false);
         }
         outcome = conn.on_readable(read);
     }

@@ -1,0 +1,228 @@
+//! The HTTP/1.1 example servers (`cleave_examples::http1`, the code of
+//! `http1_server` and `http1_mio_server`) against unusual peers: a
+//! declined Upgrade or CONNECT with a request pipelined behind it, and one
+//! client that keeps its connection busy while another asks.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use cleave_examples::http1::{serve_tokio, MioServer, MioStop};
+
+// ----- the servers, as in http1_interop.rs -----
+
+struct Running {
+    name: &'static str,
+    addr: SocketAddr,
+    _driver: Driver,
+}
+
+enum Driver {
+    Tokio(Option<tokio::runtime::Runtime>),
+    Mio {
+        stop: MioStop,
+        thread: Option<JoinHandle<io::Result<()>>>,
+    },
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        match self {
+            Self::Tokio(runtime) => {
+                if let Some(runtime) = runtime.take() {
+                    runtime.shutdown_background();
+                }
+            }
+            Self::Mio { stop, thread } => {
+                stop.stop();
+                if let Some(thread) = thread.take() {
+                    let _ = thread.join();
+                }
+            }
+        }
+    }
+}
+
+fn tokio_server() -> Running {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    runtime.spawn(serve_tokio(listener));
+    Running {
+        name: "tokio",
+        addr,
+        _driver: Driver::Tokio(Some(runtime)),
+    }
+}
+
+fn mio_server() -> Running {
+    let (server, stop) = MioServer::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = server.local_addr().unwrap();
+    let thread = thread::spawn(move || server.run());
+    Running {
+        name: "mio",
+        addr,
+        _driver: Driver::Mio {
+            stop,
+            thread: Some(thread),
+        },
+    }
+}
+
+/// What arrives on `socket` within `wait` (or until it ends, or until
+/// `enough` says so); `<EOF>` or `<RST>` appended when it ended.
+fn read_for(socket: &mut TcpStream, wait: Duration, enough: impl Fn(&[u8]) -> bool) -> String {
+    socket
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let (start, mut got, mut buf) = (Instant::now(), Vec::new(), [0u8; 8192]);
+    while start.elapsed() < wait && !enough(&got) {
+        match socket.read(&mut buf) {
+            Ok(0) => {
+                got.extend_from_slice(b"<EOF>");
+                break;
+            }
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut => {
+            }
+            Err(_) => {
+                got.extend_from_slice(b"<RST>");
+                break;
+            }
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+// ----- 1. a request that carries Upgrade (curl --http2 on http://), or a
+//          CONNECT, then a pipelined request -----
+
+/// The server declines the switch (it answers the request itself, not
+/// with a 101 or a 2xx to CONNECT), so the connection must go on with the
+/// next request (RFC 9110 7.8: a server may ignore Upgrade); at the very
+/// least a server that closes must say `Connection: close` and not drop
+/// the request behind silently.
+#[test]
+fn a_declined_upgrade_or_connect_does_not_drop_the_pipelined_request_behind() {
+    let cases: [(&str, &[u8]); 2] = [
+        (
+            "GET with Upgrade: h2c",
+            b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+              Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n\
+              GET /host HTTP/1.1\r\nHost: second\r\n\r\n",
+        ),
+        (
+            "CONNECT (answered 404)",
+            b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n\
+              GET /host HTTP/1.1\r\nHost: second\r\n\r\n",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for server in [tokio_server(), mio_server()] {
+        for (what, request) in cases {
+            let mut socket = TcpStream::connect(server.addr).unwrap();
+            socket.write_all(request).unwrap();
+            let got = read_for(&mut socket, Duration::from_secs(3), |got| {
+                got.ends_with(b"second\n")
+            });
+            if !got.ends_with("second\n") {
+                failures.push(format!("{} server, {what}: got {got:?}", server.name));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "the pipelined GET /host was never answered:\n{}",
+        failures.join("\n")
+    );
+}
+
+// ----- 2. one client that uploads faster than the mio server parses -----
+
+/// A client that keeps the mio server's socket full (a chunked upload of
+/// one-byte chunks, to a route that discards it, pipelined, reading its
+/// answers) must not keep the one-thread server from everyone else: the
+/// read budget of cleave-mio exists for that.
+#[test]
+fn one_busy_uploader_does_not_starve_the_other_connections() {
+    for server in [tokio_server(), mio_server()] {
+        let stop = Arc::new(AtomicBool::new(false));
+        let busy = TcpStream::connect(server.addr).unwrap();
+        busy.set_write_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        busy.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut request =
+            b"POST /discard HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for _ in 0..100_000 {
+            request.extend_from_slice(b"1\r\na\r\n");
+        }
+        request.extend_from_slice(b"0\r\n\r\n");
+        let writer = {
+            let (stop, mut busy) = (Arc::clone(&stop), busy.try_clone().unwrap());
+            thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let mut rest = &request[..];
+                    while !rest.is_empty() && !stop.load(Ordering::SeqCst) {
+                        match busy.write(rest) {
+                            Ok(n) => rest = &rest[n..],
+                            Err(e)
+                                if e.kind() == io::ErrorKind::WouldBlock
+                                    || e.kind() == io::ErrorKind::TimedOut => {}
+                            Err(_) => return,
+                        }
+                    }
+                }
+            })
+        };
+        let reader = {
+            let (stop, mut busy) = (Arc::clone(&stop), busy.try_clone().unwrap());
+            thread::spawn(move || {
+                let mut buf = [0u8; 65536];
+                while !stop.load(Ordering::SeqCst) {
+                    match busy.read(&mut buf) {
+                        Ok(0) => return,
+                        Ok(_) => {}
+                        Err(e)
+                            if e.kind() == io::ErrorKind::WouldBlock
+                                || e.kind() == io::ErrorKind::TimedOut => {}
+                        Err(_) => return,
+                    }
+                }
+            })
+        };
+        thread::sleep(Duration::from_millis(500));
+        // Another client, a plain GET.
+        let start = Instant::now();
+        let answer = TcpStream::connect(server.addr).map(|mut other| {
+            other
+                .write_all(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            read_for(&mut other, Duration::from_secs(5), |got| {
+                got.ends_with(b"hello\n")
+            })
+        });
+        let took = start.elapsed();
+        stop.store(true, Ordering::SeqCst);
+        let _ = busy.shutdown(std::net::Shutdown::Both);
+        writer.join().unwrap();
+        reader.join().unwrap();
+        let name = server.name;
+        drop(server);
+        let answer = answer.unwrap();
+        assert!(
+            answer.ends_with("hello\n"),
+            "{name} server: the other client got {answer:?} in {took:?} while one client uploaded"
+        );
+    }
+}

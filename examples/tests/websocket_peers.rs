@@ -1,0 +1,198 @@
+//! The WebSocket echo servers (`cleave_examples::websocket`, the
+//! code of `ws_echo_server` and `ws_echo_mio_server`) against a client
+//! that keeps its connection busy.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use cleave_examples::websocket::{serve_mio, serve_tokio};
+
+enum Running {
+    Tokio(Option<tokio::runtime::Runtime>),
+    Mio {
+        stop: Arc<AtomicBool>,
+        waker: Arc<mio::Waker>,
+        thread: Option<JoinHandle<io::Result<()>>>,
+    },
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        match self {
+            Self::Tokio(runtime) => {
+                if let Some(runtime) = runtime.take() {
+                    runtime.shutdown_background();
+                }
+            }
+            Self::Mio {
+                stop,
+                waker,
+                thread,
+            } => {
+                stop.store(true, Ordering::SeqCst);
+                let _ = waker.wake();
+                if let Some(thread) = thread.take() {
+                    let _ = thread.join();
+                }
+            }
+        }
+    }
+}
+
+fn tokio_server() -> (SocketAddr, Running) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    runtime.spawn(serve_tokio(listener));
+    (addr, Running::Tokio(Some(runtime)))
+}
+
+fn mio_server() -> (SocketAddr, Running) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let thread = {
+        let stop = Arc::clone(&stop);
+        thread::spawn(move || {
+            serve_mio(listener, &stop, |waker| {
+                let _ = tx.send(waker);
+            })
+        })
+    };
+    let waker = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    (
+        addr,
+        Running::Mio {
+            stop,
+            waker,
+            thread: Some(thread),
+        },
+    )
+}
+
+const HANDSHAKE: &[u8] =
+    b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+
+/// A masked client frame (mask key 0) with a short payload.
+fn frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    assert!(payload.len() < 126);
+    let mut f = vec![0x80 | opcode, 0x80 | payload.len() as u8, 0, 0, 0, 0];
+    f.extend_from_slice(payload);
+    f
+}
+
+/// Reads until `done` says so, the stream ends, or `wait` passes.
+fn read_until(socket: &mut TcpStream, wait: Duration, done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    socket
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let (start, mut got, mut buf) = (Instant::now(), Vec::new(), [0u8; 4096]);
+    while start.elapsed() < wait && !done(&got) {
+        match socket.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut => {
+            }
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+fn open(addr: SocketAddr) -> TcpStream {
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.write_all(HANDSHAKE).unwrap();
+    let got = read_until(&mut socket, Duration::from_secs(5), |got| {
+        got.windows(4).any(|w| w == b"\r\n\r\n")
+    });
+    assert!(
+        got.starts_with(b"HTTP/1.1 101"),
+        "{:?}",
+        String::from_utf8_lossy(&got)
+    );
+    socket
+}
+
+/// One client sends one-byte binary messages as fast as it can (reading
+/// the echoes); another client, meanwhile, must still get its handshake
+/// and its echo.
+#[test]
+fn one_busy_client_does_not_starve_the_other_connections() {
+    for (name, (addr, server)) in [("tokio", tokio_server()), ("mio", mio_server())] {
+        let busy = open(addr);
+        let stop = Arc::new(AtomicBool::new(false));
+        let blob: Vec<u8> = (0..100_000).flat_map(|_| frame(2, b"x")).collect();
+        busy.set_write_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let writer = {
+            let (stop, mut busy) = (Arc::clone(&stop), busy.try_clone().unwrap());
+            thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let mut rest = &blob[..];
+                    while !rest.is_empty() && !stop.load(Ordering::SeqCst) {
+                        match busy.write(rest) {
+                            Ok(n) => rest = &rest[n..],
+                            Err(e)
+                                if e.kind() == io::ErrorKind::WouldBlock
+                                    || e.kind() == io::ErrorKind::TimedOut => {}
+                            Err(_) => return,
+                        }
+                    }
+                }
+            })
+        };
+        let reader = {
+            let (stop, mut busy) = (Arc::clone(&stop), busy.try_clone().unwrap());
+            thread::spawn(move || {
+                busy.set_read_timeout(Some(Duration::from_millis(200)))
+                    .unwrap();
+                let mut buf = [0u8; 65536];
+                while !stop.load(Ordering::SeqCst) {
+                    match busy.read(&mut buf) {
+                        Ok(0) => return,
+                        Ok(_) => {}
+                        Err(e)
+                            if e.kind() == io::ErrorKind::WouldBlock
+                                || e.kind() == io::ErrorKind::TimedOut => {}
+                        Err(_) => return,
+                    }
+                }
+            })
+        };
+        thread::sleep(Duration::from_millis(500));
+        let start = Instant::now();
+        let other = (|| {
+            let mut other = TcpStream::connect(addr).ok()?;
+            other.write_all(HANDSHAKE).ok()?;
+            other.write_all(&frame(1, b"hello")).ok()?;
+            Some(read_until(&mut other, Duration::from_secs(5), |got| {
+                got.ends_with(b"hello")
+            }))
+        })();
+        let took = start.elapsed();
+        stop.store(true, Ordering::SeqCst);
+        let _ = busy.shutdown(std::net::Shutdown::Both);
+        writer.join().unwrap();
+        reader.join().unwrap();
+        drop(server);
+        let other = other.unwrap_or_default();
+        assert!(
+            other.ends_with(b"hello"),
+            "{name} server: the other client got {:?} in {took:?} while one client was busy",
+            String::from_utf8_lossy(&other)
+        );
+    }
+}
