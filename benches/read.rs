@@ -61,9 +61,9 @@ fn handoff_lines(input: &[u8], piece: usize) -> Tally {
     t
 }
 
-/// Lower bound for length-prefixed frames.
+/// Lower bound for length-prefixed frames: one buffer sized once.
 fn manual_length(input: &[u8], piece: usize) -> Tally {
-    let mut buf = BytesMut::new();
+    let mut buf = BytesMut::with_capacity(2 * COALESCED);
     let mut t = (0, 0);
     for chunk in pieces_of(input, piece) {
         buf.extend_from_slice(chunk);
@@ -81,9 +81,10 @@ fn manual_length(input: &[u8], piece: usize) -> Tally {
     t
 }
 
-/// Lower bound for varint frames: inline LEB128, split, freeze.
+/// Lower bound for varint frames: inline LEB128, split, freeze; one
+/// buffer sized once.
 fn manual_varint(input: &[u8], piece: usize) -> Tally {
-    let mut buf = BytesMut::new();
+    let mut buf = BytesMut::with_capacity(2 * COALESCED);
     let mut t = (0, 0);
     for chunk in pieces_of(input, piece) {
         buf.extend_from_slice(chunk);
@@ -174,6 +175,25 @@ fn lines(c: &mut Criterion) {
                         input,
                         piece,
                         String::len,
+                    ),
+                ),
+                // No line of the input ends in `\r` or is not UTF-8: the
+                // other configurations give the same lines.
+                (
+                    "cleave strip_cr",
+                    cleave_run(Lines::new(), config, input, piece),
+                ),
+                (
+                    "cleave utf8",
+                    cleave_run(Lines::with_config(bare.utf8(true)), config, input, piece),
+                ),
+                (
+                    "AnyDelimiterCodec",
+                    tokio_run(
+                        tokio_util::codec::AnyDelimiterCodec::new(b"\n".to_vec(), b"\n".to_vec()),
+                        input,
+                        piece,
+                        Bytes::len,
                     ),
                 ),
             ],

@@ -99,15 +99,19 @@ fn ppp_v1(data: &[u8], piece: usize) -> Option<u16> {
 }
 
 fn ppp_v2(data: &[u8], piece: usize) -> Option<u16> {
+    let header = ppp_v2_header(data, piece)?;
+    match header.addresses {
+        ppp::v2::Addresses::IPv4(a) => Some(a.source_port),
+        _ => None,
+    }
+}
+
+/// ppp's v2 header, parsed as the bytes arrive in pieces.
+fn ppp_v2_header(data: &[u8], piece: usize) -> Option<ppp::v2::Header<'_>> {
     let mut end = piece.min(data.len());
     loop {
         match ppp::v2::Header::try_from(&data[..end]) {
-            Ok(header) => {
-                return match header.addresses {
-                    ppp::v2::Addresses::IPv4(a) => Some(a.source_port),
-                    _ => None,
-                }
-            }
+            Ok(header) => return Some(header),
             Err(_) if end < data.len() => end = (end + piece).min(data.len()),
             Err(_) => return None,
         }
@@ -115,21 +119,26 @@ fn ppp_v2(data: &[u8], piece: usize) -> Option<u16> {
 }
 
 /// ppp, then what cleave also does: read every TLV into owned values and
-/// check the CRC32C. The same facts for the same work.
+/// check the CRC32C, with the same slice-by-16 table as cleave, on the
+/// header ppp parsed (once), the CRC's place taken from its TLV. The same
+/// facts for the same work.
 fn ppp_v2_full(data: &[u8], piece: usize) -> Option<u16> {
-    static CRC32C: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
-    let port = ppp_v2(data, piece)?;
-    let header = ppp::v2::Header::try_from(data).ok()?;
+    static CRC32C: crc::Crc<u32, crc::Table<16>> =
+        crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
+    let header = ppp_v2_header(data, piece)?;
+    let port = match header.addresses {
+        ppp::v2::Addresses::IPv4(a) => a.source_port,
+        _ => return None,
+    };
+    let raw = header.as_bytes();
     let mut owned: Vec<(u8, Vec<u8>)> = Vec::new();
     let mut crc_ok = true;
     for tlv in header.tlvs() {
         match tlv.ok()? {
             ppp::v2::TypeLengthValue { kind: 0x03, value } => {
                 let expected = u32::from_be_bytes(value.as_ref().try_into().ok()?);
-                let raw = header.as_bytes();
-                let at = raw
-                    .windows(4)
-                    .position(|w| w == &expected.to_be_bytes()[..])?;
+                // The value is a view of the header's bytes.
+                let at = (value.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)?;
                 let mut digest = CRC32C.digest();
                 digest.update(&raw[..at]);
                 digest.update(&[0; 4]);

@@ -114,6 +114,16 @@ fn push_and_drain(c: &mut Criterion) {
         let kind = if stat { "_static" } else { "" };
         let mut group = c.benchmark_group(format!("push_drain_{size}B{kind}_x10k"));
         group.throughput(Throughput::Elements(PUSHES as u64));
+        // Every variant that writes to a counting sink writes every byte.
+        let want: usize = items.iter().map(Bytes::len).sum();
+        let written = |run: &dyn Fn(&mut Counting) -> usize| {
+            let mut check = Counting::default();
+            run(&mut check);
+            check.bytes
+        };
+        assert_eq!(written(&|w| cleave_queue(&items, w)), want);
+        assert_eq!(written(&|w| handoff_messages(&items, w)), want);
+        assert_eq!(written(&|w| direct(&items, w)), want);
         let mut sink = Counting::default();
         group.bench_function("cleave_write_queue", |b| {
             b.iter(|| cleave_queue(&items, &mut sink))

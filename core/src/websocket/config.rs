@@ -44,8 +44,10 @@ impl Default for WsConfig {
 }
 
 impl WsConfig {
-    /// The largest frame payload taken; a larger one is answered with
-    /// close 1009 and [`Limit::FrameLength`](crate::Limit::FrameLength).
+    /// The largest data frame payload taken; a larger one is answered
+    /// with close 1009 and [`Limit::FrameLength`](crate::Limit::FrameLength).
+    /// Control frames are not held to it: RFC 6455 bounds them at 125
+    /// bytes, and a larger one is a protocol error (1002).
     /// A frame read whole (a compressed one, or one not above
     /// [`stream_above`](Self::stream_above)) must also fit the receive
     /// buffer's limit; a larger one is answered with close 1009 and
