@@ -107,41 +107,12 @@ impl Varint {
         &self.config
     }
 
-    /// The next frame with its length in front (as prost's
-    /// `decode_length_delimited` reads a message), and the length's size:
-    /// [`decode`](Decoder::decode) (or `decode_eof`) without taking the
-    /// length off.
-    #[cfg(feature = "prost")]
-    #[inline(always)]
-    pub(crate) fn decode_delimited(
-        &mut self,
-        buf: &mut RecvBuf,
-        eof: bool,
-    ) -> Result<Option<(Bytes, usize)>, Error> {
-        self.latch.check()?;
-        let (step, head) = self.step_keeping(buf, true);
-        let frame = if eof {
-            self.latch.answer_eof(step, buf)?
-        } else {
-            self.latch.answer(step, buf)?
-        };
-        Ok(frame.map(|frame| (frame, head)))
-    }
-
     /// Finds the complete frame at the front of `buf`, if there is one.
     #[inline(always)]
     fn step(&mut self, buf: &RecvBuf) -> Step {
-        self.step_keeping(buf, false).0
-    }
-
-    /// [`step`](Self::step), the length kept in front of the frame if
-    /// `keep_head`; and the length's size.
-    #[inline(always)]
-    fn step_keeping(&mut self, buf: &RecvBuf, keep_head: bool) -> (Step, usize) {
-        let step = match parse(buf.peek(), self.config.allow_non_minimal) {
+        match parse(buf.peek(), self.config.allow_non_minimal) {
             Ok(Some((value, head))) if value <= self.config.max_frame => {
-                let skip = if keep_head { 0 } else { head };
-                return (complete(buf, head, value, skip, &mut self.latch), head);
+                complete(buf, head, value, head, &mut self.latch)
             }
             Ok(Some((value, _))) => self.latch.failed(Error::LimitExceeded {
                 limit: Limit::FrameLength,
@@ -154,8 +125,7 @@ impl Varint {
                 kind,
                 offset: buf.offset() + at as u64,
             }),
-        };
-        (step, 0)
+        }
     }
 }
 
