@@ -72,7 +72,9 @@ pub fn server() -> Server {
 
 /// The servers' connection settings: a client silent for a minute, or
 /// half a minute into a head it does not finish, is let go (a 408 if it
-/// is the connection's first request); see [`FRAME`] for bodies.
+/// is the connection's first request). A body is handed out as it comes,
+/// each piece starting that time again: one that keeps coming, however
+/// slowly, is not cut (a floor on the rate is the application's to set).
 #[must_use]
 pub fn conn_config() -> ConnConfig {
     let timeouts = Timeouts::default().idle(Some(IDLE)).frame(Some(FRAME));
