@@ -7,89 +7,22 @@
 //! environment variable `CI` is set: then the test fails. Every process a
 //! test starts is killed when the test ends, passing or failing.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::Duration;
 
-use cleave_examples::http1::{fetch, serve_tokio, Answer, Ask, MioServer, MioStop};
+use cleave_examples::http1::{fetch, Answer, Ask};
 
 // ----- the servers under test -----
 
-/// One of the example servers, running in this process until dropped.
-struct Running {
-    name: &'static str,
-    addr: SocketAddr,
-    _driver: Driver,
-}
+#[path = "support/http1_servers.rs"]
+mod http1_servers;
 
-/// What keeps a server running; dropping it stops the server.
-enum Driver {
-    Tokio(Option<tokio::runtime::Runtime>),
-    Mio {
-        stop: MioStop,
-        thread: Option<JoinHandle<io::Result<()>>>,
-    },
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        match self {
-            // The tasks (listener and connections) end with the runtime.
-            Self::Tokio(runtime) => {
-                if let Some(runtime) = runtime.take() {
-                    runtime.shutdown_background();
-                }
-            }
-            Self::Mio { stop, thread } => {
-                stop.stop();
-                if let Some(thread) = thread.take() {
-                    let _ = thread.join();
-                }
-            }
-        }
-    }
-}
-
-fn tokio_server() -> Running {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    runtime.spawn(serve_tokio(listener));
-    Running {
-        name: "tokio",
-        addr,
-        _driver: Driver::Tokio(Some(runtime)),
-    }
-}
-
-fn mio_server() -> Running {
-    let (server, stop) = MioServer::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let addr = server.local_addr().unwrap();
-    let thread = thread::spawn(move || server.run());
-    Running {
-        name: "mio",
-        addr,
-        _driver: Driver::Mio {
-            stop,
-            thread: Some(thread),
-        },
-    }
-}
-
-/// Both example servers.
-fn servers() -> [Running; 2] {
-    [tokio_server(), mio_server()]
-}
+use http1_servers::servers;
 
 // ----- peers: presence, processes, files -----
 

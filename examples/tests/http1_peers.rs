@@ -4,79 +4,16 @@
 //! client that keeps its connection busy while another asks.
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use cleave_examples::http1::{serve_tokio, MioServer, MioStop};
+#[path = "support/http1_servers.rs"]
+mod http1_servers;
 
-// ----- the servers, as in http1_interop.rs -----
-
-struct Running {
-    name: &'static str,
-    addr: SocketAddr,
-    _driver: Driver,
-}
-
-enum Driver {
-    Tokio(Option<tokio::runtime::Runtime>),
-    Mio {
-        stop: MioStop,
-        thread: Option<JoinHandle<io::Result<()>>>,
-    },
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        match self {
-            Self::Tokio(runtime) => {
-                if let Some(runtime) = runtime.take() {
-                    runtime.shutdown_background();
-                }
-            }
-            Self::Mio { stop, thread } => {
-                stop.stop();
-                if let Some(thread) = thread.take() {
-                    let _ = thread.join();
-                }
-            }
-        }
-    }
-}
-
-fn tokio_server() -> Running {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    runtime.spawn(serve_tokio(listener));
-    Running {
-        name: "tokio",
-        addr,
-        _driver: Driver::Tokio(Some(runtime)),
-    }
-}
-
-fn mio_server() -> Running {
-    let (server, stop) = MioServer::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let addr = server.local_addr().unwrap();
-    let thread = thread::spawn(move || server.run());
-    Running {
-        name: "mio",
-        addr,
-        _driver: Driver::Mio {
-            stop,
-            thread: Some(thread),
-        },
-    }
-}
+use http1_servers::{mio_server, tokio_server};
 
 /// What arrives on `socket` within `wait` (or until it ends, or until
 /// `enough` says so); `<EOF>` or `<RST>` appended when it ended.
