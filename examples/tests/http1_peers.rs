@@ -5,13 +5,15 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+#[path = "support/busy.rs"]
+mod busy;
 #[path = "support/http1_servers.rs"]
 mod http1_servers;
+
+use busy::Busy;
 
 use http1_servers::{mio_server, tokio_server};
 
@@ -93,51 +95,13 @@ fn a_declined_upgrade_or_connect_does_not_drop_the_pipelined_request_behind() {
 #[test]
 fn one_busy_uploader_does_not_starve_the_other_connections() {
     for server in [tokio_server(), mio_server()] {
-        let stop = Arc::new(AtomicBool::new(false));
-        let busy = TcpStream::connect(server.addr).unwrap();
-        busy.set_write_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        busy.set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
         let mut request =
             b"POST /discard HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
         for _ in 0..100_000 {
             request.extend_from_slice(b"1\r\na\r\n");
         }
         request.extend_from_slice(b"0\r\n\r\n");
-        let writer = {
-            let (stop, mut busy) = (Arc::clone(&stop), busy.try_clone().unwrap());
-            thread::spawn(move || {
-                while !stop.load(Ordering::SeqCst) {
-                    let mut rest = &request[..];
-                    while !rest.is_empty() && !stop.load(Ordering::SeqCst) {
-                        match busy.write(rest) {
-                            Ok(n) => rest = &rest[n..],
-                            Err(e)
-                                if e.kind() == io::ErrorKind::WouldBlock
-                                    || e.kind() == io::ErrorKind::TimedOut => {}
-                            Err(_) => return,
-                        }
-                    }
-                }
-            })
-        };
-        let reader = {
-            let (stop, mut busy) = (Arc::clone(&stop), busy.try_clone().unwrap());
-            thread::spawn(move || {
-                let mut buf = [0u8; 65536];
-                while !stop.load(Ordering::SeqCst) {
-                    match busy.read(&mut buf) {
-                        Ok(0) => return,
-                        Ok(_) => {}
-                        Err(e)
-                            if e.kind() == io::ErrorKind::WouldBlock
-                                || e.kind() == io::ErrorKind::TimedOut => {}
-                        Err(_) => return,
-                    }
-                }
-            })
-        };
+        let busy = Busy::start(TcpStream::connect(server.addr).unwrap(), request);
         thread::sleep(Duration::from_millis(500));
         // Another client, a plain GET.
         let start = Instant::now();
@@ -150,10 +114,7 @@ fn one_busy_uploader_does_not_starve_the_other_connections() {
             })
         });
         let took = start.elapsed();
-        stop.store(true, Ordering::SeqCst);
-        let _ = busy.shutdown(std::net::Shutdown::Both);
-        writer.join().unwrap();
-        reader.join().unwrap();
+        busy.stop();
         let name = server.name;
         drop(server);
         let answer = answer.unwrap();

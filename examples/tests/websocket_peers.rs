@@ -11,6 +11,11 @@ use std::time::{Duration, Instant};
 
 use cleave_examples::websocket::{serve_mio, serve_tokio};
 
+#[path = "support/busy.rs"]
+mod busy;
+
+use busy::Busy;
+
 enum Running {
     Tokio(Option<tokio::runtime::Runtime>),
     Mio {
@@ -132,46 +137,8 @@ fn open(addr: SocketAddr) -> TcpStream {
 #[test]
 fn one_busy_client_does_not_starve_the_other_connections() {
     for (name, (addr, server)) in [("tokio", tokio_server()), ("mio", mio_server())] {
-        let busy = open(addr);
-        let stop = Arc::new(AtomicBool::new(false));
         let blob: Vec<u8> = (0..100_000).flat_map(|_| frame(2, b"x")).collect();
-        busy.set_write_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let writer = {
-            let (stop, mut busy) = (Arc::clone(&stop), busy.try_clone().unwrap());
-            thread::spawn(move || {
-                while !stop.load(Ordering::SeqCst) {
-                    let mut rest = &blob[..];
-                    while !rest.is_empty() && !stop.load(Ordering::SeqCst) {
-                        match busy.write(rest) {
-                            Ok(n) => rest = &rest[n..],
-                            Err(e)
-                                if e.kind() == io::ErrorKind::WouldBlock
-                                    || e.kind() == io::ErrorKind::TimedOut => {}
-                            Err(_) => return,
-                        }
-                    }
-                }
-            })
-        };
-        let reader = {
-            let (stop, mut busy) = (Arc::clone(&stop), busy.try_clone().unwrap());
-            thread::spawn(move || {
-                busy.set_read_timeout(Some(Duration::from_millis(200)))
-                    .unwrap();
-                let mut buf = [0u8; 65536];
-                while !stop.load(Ordering::SeqCst) {
-                    match busy.read(&mut buf) {
-                        Ok(0) => return,
-                        Ok(_) => {}
-                        Err(e)
-                            if e.kind() == io::ErrorKind::WouldBlock
-                                || e.kind() == io::ErrorKind::TimedOut => {}
-                        Err(_) => return,
-                    }
-                }
-            })
-        };
+        let busy = Busy::start(open(addr), blob);
         thread::sleep(Duration::from_millis(500));
         let start = Instant::now();
         let other = (|| {
@@ -183,10 +150,7 @@ fn one_busy_client_does_not_starve_the_other_connections() {
             }))
         })();
         let took = start.elapsed();
-        stop.store(true, Ordering::SeqCst);
-        let _ = busy.shutdown(std::net::Shutdown::Both);
-        writer.join().unwrap();
-        reader.join().unwrap();
+        busy.stop();
         drop(server);
         let other = other.unwrap_or_default();
         assert!(
