@@ -373,3 +373,52 @@ fn a_consumed_prefix_is_taken_off_the_stream() {
     );
     assert_eq!(accounted(&events, 0), input.len());
 }
+
+/// A request a server reads is routed by its Host, however it starts:
+/// after empty lines (which a server skips, RFC 9112 section 2.2, and
+/// `Heads` too), or with a method that is not upper-case (any token is a
+/// method, RFC 9110 section 9.1). Each once went to the fallback, past
+/// the Host rule, and the same session then framed a head for the host
+/// the rule was for. Every split of the input gives the same events.
+#[test]
+fn a_request_after_empty_lines_or_with_any_method_follows_its_host_rule() {
+    use cleave_proto::route::{HostPattern, Match, Router};
+    let router = || {
+        Router::new("public").rule(Match::HttpHost(HostPattern::new("admin.example")), "admin")
+    };
+    for input in [
+        &b"\r\nGET / HTTP/1.1\r\nHost: admin.example\r\n\r\n"[..],
+        b"\r\n\r\nGET / HTTP/1.1\r\nHost: admin.example\r\n\r\n",
+        b"get / HTTP/1.1\r\nHost: admin.example\r\n\r\n",
+    ] {
+        let decision = router().route(input, Duration::ZERO).expect("a decision");
+        assert_eq!((decision.target, decision.reason), ("admin", Reason::Matched));
+        let mut whole = None;
+        for piece in 1..=input.len() {
+            let session = Session::framed(
+                router(),
+                Heads::default(),
+                is_upgrade_head,
+                SessionConfig::default(),
+            );
+            let mut conn = Conn::new(session, Duration::ZERO);
+            let mut events = Vec::new();
+            for chunk in input.chunks(piece) {
+                conn.feed(chunk, Duration::ZERO).expect("room");
+                while let Some(event) = conn.poll_event().expect("no error") {
+                    events.push(event);
+                }
+            }
+            let Some(Event::Routed(decision)) = events.first() else {
+                panic!("{events:?}")
+            };
+            assert_eq!(decision.target, "admin", "{:?}", input.escape_ascii().to_string());
+            let head = input.trim_ascii_start();
+            assert!(
+                matches!(&events[1..], [Event::Frame(frame)] if &frame[..] == head),
+                "{events:?}"
+            );
+            assert_eq!(whole.get_or_insert_with(|| events.clone()), &events);
+        }
+    }
+}

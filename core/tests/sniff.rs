@@ -396,6 +396,45 @@ fn the_host_is_the_header_or_the_targets_authority() {
     assert_eq!(host_of(none), (None, None));
 }
 
+/// A request that a server reads (it skips empty lines before the
+/// request line, RFC 9112 section 2.2, and a method is any token, RFC
+/// 9110 section 9.1) is read here too, with its Host: answering "not
+/// HTTP" would send it past every Host rule to the fallback.
+#[test]
+fn empty_lines_before_a_request_and_any_method_are_read() {
+    for (data, method, len) in [
+        (&b"\r\nGET / HTTP/1.1\r\nHost: admin.example\r\n\r\n"[..], "GET", 41),
+        (b"\r\n\r\n\nGET / HTTP/1.1\r\nHost: admin.example\r\n\r\n", "GET", 44),
+        (b"get / HTTP/1.1\r\nHost: admin.example\r\n\r\n", "get", 39),
+        (b"m-search * HTTP/1.1\r\nHost: admin.example\r\n\r\n", "m-search", 44),
+        (b"\r\n1x / HTTP/1.1\r\nHost: admin.example\r\n\r\n", "1x", 40),
+    ] {
+        let data = with_trailing(data);
+        let Sniff::Match { facts, len: n } = assert_prefix_stable(&data, head) else {
+            panic!("{:?}", data.escape_ascii().to_string())
+        };
+        assert_eq!((facts.method(), facts.host(), n), (method, Some("admin.example"), len));
+        // Resumed a byte at a time: the same answer.
+        let mut sniffer = http::Sniffer::new();
+        for end in 1..=data.len() {
+            sniffer.sniff(&data[..end], http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS);
+        }
+        assert_eq!(sniffer.answer(), &head(&data));
+    }
+    // What no request starts with is still refused at its first byte,
+    // after empty lines too; the PROXY v2 signature (empty lines, then a
+    // NUL) among them.
+    for data in [&b"{\"id\":1}"[..], b"\r\n\x16\x03\x01", b"\r\n\r\n\0\r\nQUIT\n", b"\r\r\n"] {
+        assert_eq!(head(data), Sniff::NoMatch, "{:?}", data.escape_ascii().to_string());
+    }
+    // Empty lines alone are not an answer yet, and count to the budget.
+    assert_eq!(head(b"\r\n\r\n\r"), Sniff::NeedMore);
+    assert!(matches!(
+        http::sniff(&[b'\n'; 9], 8, http::DEFAULT_MAX_HEADERS),
+        Sniff::Invalid(Error::LimitExceeded { .. })
+    ));
+}
+
 #[test]
 fn each_fixture_matches_its_own_sniffer_only() {
     for name in ALL {

@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, HttpField, InvalidInput, Limit};
 
-use crate::http1::chars::NEVER_IN_HEAD;
+use crate::http1::chars::{NEVER_IN_HEAD, TOKEN};
 use crate::sniff::Sniff;
 
 mod head;
@@ -40,11 +40,18 @@ pub const MAX_HEADERS: usize = 128;
 /// authority of an absolute-form or CONNECT target (routing on it could
 /// send the request to one backend while the target names another).
 ///
+/// Empty lines before the request line are skipped (and counted in
+/// `max_len`), as a server skips them (RFC 9112, section 2.2), and the
+/// method may be any token (RFC 9110, section 9.1): a request a server
+/// would read is never "not HTTP" here, where it would pass every Host
+/// rule.
+///
 /// A line is judged once it is whole (its `\n` has arrived), the request
 /// line and each header line on its own with httparse, and the whole head
 /// again with httparse once its empty line arrives: so a stream that is not
 /// HTTP is refused at the end of its first line, or at once on a byte no
-/// head may hold (a control character, a `\r` not before `\n`). A
+/// head may hold (a control character, a `\r` not before `\n`) or a first
+/// byte no method starts with. A
 /// [`Sniffer`] gives the same answers for a connection whose bytes arrive
 /// in pieces, looking at each byte a bounded number of times.
 ///
@@ -102,6 +109,8 @@ pub struct Sniffer {
     searched: usize,
     /// Bytes of the window scanned for line ends and bytes no head holds.
     scanned: usize,
+    /// Bytes of empty lines before the request line.
+    lead: usize,
     /// Where the line being scanned starts.
     line: usize,
     /// Lines judged so far: the request line, then header lines.
@@ -125,6 +134,7 @@ impl Sniffer {
         Self {
             searched: 0,
             scanned: 0,
+            lead: 0,
             line: 0,
             lines: 0,
             seen: 0,
@@ -166,13 +176,25 @@ impl Sniffer {
 
     #[inline(never)]
     fn step(&mut self, data: &[u8], max_len: usize, max_headers: usize) -> Sniff<RequestHead> {
-        match data.first() {
-            None => return Sniff::NeedMore,
-            Some(b) if !b.is_ascii_uppercase() => return Sniff::NoMatch,
-            Some(_) => {}
-        }
         let max_headers = max_headers.min(MAX_HEADERS);
         let window = &data[..data.len().min(max_len)];
+        if self.scanned == self.lead {
+            // Nothing of the request line scanned yet. Empty lines before
+            // it are skipped, as a server skips them (RFC 9112, section
+            // 2.2) and httparse does: a request after them is routed as
+            // any other. Its first byte must start a method (a token).
+            self.skip_empty_lines(window);
+            (self.scanned, self.line) = (self.lead, self.lead);
+            self.searched = self.searched.max(self.lead);
+            match &window[self.lead..] {
+                [] | [b'\r'] if window.len() < max_len || data.is_empty() => {
+                    return Sniff::NeedMore
+                }
+                [] | [b'\r'] => return over_budget(max_len, max_len as u64 + 1),
+                [b, ..] if !TOKEN[usize::from(*b)] => return Sniff::NoMatch,
+                _ => {}
+            }
+        }
         // Many new bytes: the rest of the head may be among them, and then
         // httparse's one pass over it gives the answer its lines would give
         // one by one. (A few new bytes are judged as lines: searching them
@@ -212,6 +234,20 @@ impl Sniffer {
         } else {
             over_budget(max_len, max_len as u64 + 1)
         }
+    }
+
+    /// Takes the empty lines (CRLF, or a bare LF as httparse takes it) at
+    /// `lead` in `window` into `lead`.
+    fn skip_empty_lines(&mut self, window: &[u8]) {
+        let from = self.lead;
+        loop {
+            match &window[self.lead..] {
+                [b'\r', b'\n', ..] => self.lead += 2,
+                [b'\n', ..] => self.lead += 1,
+                _ => break,
+            }
+        }
+        self.examined += (self.lead - from) as u64;
     }
 
     /// Where the head ends in `window`, searching only what was not searched
@@ -294,7 +330,7 @@ impl Sniffer {
                 over_budget(max_headers, max_headers as u64 + 1)
             }
             // Bytes httparse refuses are not (well-formed) HTTP: another
-            // protocol that starts with capitals (`SSH-2.0-...`, `PROXY
+            // protocol that starts with a token (`SSH-2.0-...`, `PROXY
             // ...`) or a broken request; either way this sniffer does not
             // match.
             _ => Sniff::NoMatch,
