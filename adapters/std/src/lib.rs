@@ -37,7 +37,7 @@
 //! | give up on silent or slow peers | [`Stream::with_config`] with [`Timeouts`](cleave_proto::Timeouts): idle, opening, frame, tunnel idle |
 //! | one thread reads and writes its connection | [`Stream::send`], [`Stream::flush`], [`Stream::close`]: no lock, no extra thread |
 //! | other threads write to a connection | [`spawn_writer`] → [`WriteHandle`] (clone it) |
-//! | reads on one thread, writes from others | `try_clone` the socket: a [`Stream`] reads one clone, [`spawn_writer`] writes the other |
+//! | reads on one thread, writes from others | `try_clone` the socket: a [`Stream`] reads one clone in a [`ReadHalf`] (the write half is the writer's: no shutdown from the reading side), [`spawn_writer`] writes the other |
 //! | a source of your own | implement [`Socket`] (timeouts, shutdown, reset: each optional) |
 //!
 //! # Same thread or writer thread?
@@ -155,7 +155,7 @@ mod thread;
 
 pub use error::{ConnError, WriteError};
 pub use handle::WriteHandle;
-pub use socket::Socket;
+pub use socket::{ReadHalf, Socket};
 pub use stream::Stream;
 pub use thread::{spawn_writer, try_spawn_writer};
 

@@ -41,7 +41,10 @@ use std::time::Duration;
 /// }
 /// ```
 pub trait Socket {
-    /// Sets how long a read may block (`None`: as long as it takes).
+    /// Sets how long a read may block (`None`: as long as it takes). A
+    /// read that times out returns `WouldBlock` on Unix (as a socket's
+    /// does: `TimedOut` there is a connection the kernel gave up on), and
+    /// `WouldBlock` or `TimedOut` elsewhere.
     /// [`recv`](crate::Stream::recv) calls it while the connection has a
     /// deadline, and puts back what [`read_timeout`](Self::read_timeout)
     /// said once it has none.
@@ -100,6 +103,67 @@ pub trait Socket {
     /// queued until the application writes.
     fn writer(&mut self) -> Option<&mut dyn Write> {
         None
+    }
+}
+
+/// The reading half of a socket whose writing half is another's (a
+/// [`spawn_writer`](crate::spawn_writer) thread writing a `try_clone` of
+/// it): a [`Stream`](crate::Stream) over it reads, and honours its
+/// deadlines with read timeouts, but never writes and never shuts the
+/// write half down, so a timeout or the end of the reading side does not
+/// cut a reply the writer thread is still writing. A reset
+/// ([`Stream::reset`](crate::Stream::reset), or a protocol's) still
+/// applies to the connection.
+///
+/// Its connection sees only the bytes read: an idle timeout counts from
+/// the last byte read, whatever the writer thread writes. When it runs
+/// out, `recv` says so and the writer's handle decides what to do.
+///
+/// ```
+/// use std::net::{TcpListener, TcpStream};
+///
+/// use cleave_proto::{Framed, Lines, WriteQueueConfig};
+/// use cleave_std::{spawn_writer, ReadHalf, Stream};
+///
+/// # fn main() -> std::io::Result<()> {
+/// # let listener = TcpListener::bind("127.0.0.1:0")?;
+/// # let _client = TcpStream::connect(listener.local_addr()?)?;
+/// let (socket, _) = listener.accept()?;
+/// let (writes, writer) = spawn_writer(socket.try_clone()?, WriteQueueConfig::default());
+/// let reads = Stream::new(ReadHalf(socket), Framed::new(Lines::new()));
+/// # drop((writes, reads)); let _ = writer.join();
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct ReadHalf<S>(pub S);
+
+impl<S: io::Read> io::Read for ReadHalf<S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+
+    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        self.0.read_vectored(bufs)
+    }
+}
+
+impl<S: Socket> Socket for ReadHalf<S> {
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.0.set_read_timeout(timeout)
+    }
+
+    fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        self.0.read_timeout()
+    }
+
+    /// The write half is the writer's: nothing is done.
+    fn shutdown_write(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn reset_on_close(&self) -> io::Result<()> {
+        self.0.reset_on_close()
     }
 }
 

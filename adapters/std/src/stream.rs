@@ -68,7 +68,10 @@ use crate::socket::Socket;
 ///
 /// Writes block: set a write timeout on the socket to give up on a peer
 /// that stops reading (it comes back as [`ConnError::TimedOut`], and
-/// nothing queued is lost).
+/// nothing queued is lost). On Unix a read or write timeout is
+/// `WouldBlock`; `TimedOut` there is the kernel giving up on the
+/// connection (`ETIMEDOUT`: retransmissions or keepalives unanswered),
+/// a final [`ConnError::Io`].
 ///
 /// ```
 /// use std::io::{Read, Write};
@@ -211,11 +214,41 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
     pub fn recv_buffered(&mut self) -> Result<Option<P::Event>, ConnError> {
         let polled = self.conn.poll_event();
         if polled.is_err() {
-            // The connection may have ended its side (a timeout): best
-            // effort, the error says what happened.
-            let _ = self.write_owed();
+            // The connection may have ended its side (a timeout): the
+            // error says what happened, and the write side ends as the
+            // connection says.
+            self.end_writes();
         }
         polled.map_err(ConnError::Protocol)
+    }
+
+    /// After the connection's final error: what it still owes (a clean
+    /// close's queue) is written while the peer takes it, until the
+    /// connection's linger deadline (see
+    /// [`Timeouts`](cleave_proto::Timeouts)), then the close becomes a
+    /// reset, so that a peer never takes a stream cut short for a whole
+    /// one. A write timeout with no linger span to wait for gives up at
+    /// once, with a reset. A write that fails ends it (the core drops what
+    /// is queued and the socket is reset).
+    fn end_writes(&mut self) {
+        loop {
+            match self.write_owed() {
+                Err(ConnError::TimedOut) => {
+                    self.conn.handle_timeout(self.now());
+                    if self.conn.poll_timeout().is_none() {
+                        // Past the linger deadline (reset already), or no
+                        // span to linger for.
+                        self.conn.reset();
+                    }
+                }
+                Err(ConnError::Io(_)) => {
+                    self.conn.reset();
+                    let _ = self.shut();
+                    return;
+                }
+                _ => return,
+            }
+        }
     }
 
     /// Ends the connection with a reset: what is queued is dropped, and
@@ -300,7 +333,11 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
     /// - [`ConnError::Protocol`] with the core's typed error: final. It is
     ///   [`Error::TimedOut`](cleave_proto::Error::TimedOut) when one of the
     ///   connection's timeouts ran out (the socket was shut down or reset
-    ///   then, as the protocol said: drop the stream). At the end of the
+    ///   then, as the protocol said: drop the stream). What a clean close
+    ///   still owes is written first, until the connection's linger
+    ///   deadline (with a write timeout on the socket; a write timeout and
+    ///   no span to linger for is a reset at once): a reply the peer does
+    ///   not take in time ends with a reset, never a FIN after part of it. At the end of the
     ///   stream a [`Framed`](cleave_proto::Framed) decoder gives an
     ///   incomplete last frame back in
     ///   [`Error::Truncated`](cleave_proto::Error::Truncated) (a
@@ -447,14 +484,26 @@ fn write_once<P: Protocol, W: Write + ?Sized>(
     written?.ok_or(ConnError::TimedOut)
 }
 
-/// A read or write timeout (`WouldBlock` on Unix, and from a non-blocking
-/// socket; `TimedOut` elsewhere) is "nothing now" to the core.
+/// A read or write timeout is "nothing now" to the core: `WouldBlock` on
+/// Unix (and from a non-blocking socket), `TimedOut` elsewhere. On Unix
+/// `TimedOut` (`ETIMEDOUT`) is the kernel giving up on the connection
+/// (retransmissions or keepalives unanswered, `TCP_USER_TIMEOUT`): a
+/// failure, final.
 fn nothing_on_timeout<T>(done: io::Result<T>) -> io::Result<Option<T>> {
-    use io::ErrorKind::{TimedOut, WouldBlock};
     match done {
-        Err(e) if matches!(e.kind(), WouldBlock | TimedOut) => Ok(None),
+        Err(e) if is_timeout(e.kind()) => Ok(None),
         done => done.map(Some),
     }
+}
+
+#[cfg(unix)]
+fn is_timeout(kind: io::ErrorKind) -> bool {
+    kind == io::ErrorKind::WouldBlock
+}
+
+#[cfg(not(unix))]
+fn is_timeout(kind: io::ErrorKind) -> bool {
+    matches!(kind, io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
 }
 
 /// Writes everything queued into `io` and flushes it.

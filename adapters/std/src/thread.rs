@@ -158,7 +158,7 @@ fn run<W: Write + Socket>(mut io: W, inner: &Inner) -> io::Result<()> {
                 inner.wake_waiters(&shared);
             }
             Job::Flush(marks) => {
-                let flushed = io.flush();
+                let flushed = retry_interrupted(|| io.flush());
                 let mut shared = inner.lock();
                 if let Err(e) = flushed {
                     return Err(inner.fail(&mut shared, e));
@@ -167,7 +167,7 @@ fn run<W: Write + Socket>(mut io: W, inner: &Inner) -> io::Result<()> {
                 inner.wake_waiters(&shared);
             }
             Job::Shutdown => {
-                let shut = io.shutdown_write();
+                let shut = retry_interrupted(|| io.shutdown_write());
                 let mut shared = inner.lock();
                 if let Err(e) = shut {
                     return Err(inner.fail(&mut shared, e));
@@ -175,6 +175,16 @@ fn run<W: Write + Socket>(mut io: W, inner: &Inner) -> io::Result<()> {
                 inner.end(&mut shared);
                 return Ok(());
             }
+        }
+    }
+}
+
+/// `call`, again while a signal interrupts it (as every write is).
+fn retry_interrupted(mut call: impl FnMut() -> io::Result<()>) -> io::Result<()> {
+    loop {
+        match call() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            done => return done,
         }
     }
 }
