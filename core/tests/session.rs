@@ -383,16 +383,18 @@ fn a_consumed_prefix_is_taken_off_the_stream() {
 #[test]
 fn a_request_after_empty_lines_or_with_any_method_follows_its_host_rule() {
     use cleave_proto::route::{HostPattern, Match, Router};
-    let router = || {
-        Router::new("public").rule(Match::HttpHost(HostPattern::new("admin.example")), "admin")
-    };
+    let router =
+        || Router::new("public").rule(Match::HttpHost(HostPattern::new("admin.example")), "admin");
     for input in [
         &b"\r\nGET / HTTP/1.1\r\nHost: admin.example\r\n\r\n"[..],
         b"\r\n\r\nGET / HTTP/1.1\r\nHost: admin.example\r\n\r\n",
         b"get / HTTP/1.1\r\nHost: admin.example\r\n\r\n",
     ] {
         let decision = router().route(input, Duration::ZERO).expect("a decision");
-        assert_eq!((decision.target, decision.reason), ("admin", Reason::Matched));
+        assert_eq!(
+            (decision.target, decision.reason),
+            ("admin", Reason::Matched)
+        );
         let mut whole = None;
         for piece in 1..=input.len() {
             let session = Session::framed(
@@ -412,7 +414,12 @@ fn a_request_after_empty_lines_or_with_any_method_follows_its_host_rule() {
             let Some(Event::Routed(decision)) = events.first() else {
                 panic!("{events:?}")
             };
-            assert_eq!(decision.target, "admin", "{:?}", input.escape_ascii().to_string());
+            assert_eq!(
+                decision.target,
+                "admin",
+                "{:?}",
+                input.escape_ascii().to_string()
+            );
             let head = input.trim_ascii_start();
             assert!(
                 matches!(&events[1..], [Event::Frame(frame)] if &frame[..] == head),

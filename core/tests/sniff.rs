@@ -403,29 +403,62 @@ fn the_host_is_the_header_or_the_targets_authority() {
 #[test]
 fn empty_lines_before_a_request_and_any_method_are_read() {
     for (data, method, len) in [
-        (&b"\r\nGET / HTTP/1.1\r\nHost: admin.example\r\n\r\n"[..], "GET", 41),
-        (b"\r\n\r\n\nGET / HTTP/1.1\r\nHost: admin.example\r\n\r\n", "GET", 44),
+        (
+            &b"\r\nGET / HTTP/1.1\r\nHost: admin.example\r\n\r\n"[..],
+            "GET",
+            41,
+        ),
+        (
+            b"\r\n\r\n\nGET / HTTP/1.1\r\nHost: admin.example\r\n\r\n",
+            "GET",
+            44,
+        ),
         (b"get / HTTP/1.1\r\nHost: admin.example\r\n\r\n", "get", 39),
-        (b"m-search * HTTP/1.1\r\nHost: admin.example\r\n\r\n", "m-search", 44),
-        (b"\r\n1x / HTTP/1.1\r\nHost: admin.example\r\n\r\n", "1x", 40),
+        (
+            b"m-search * HTTP/1.1\r\nHost: admin.example\r\n\r\n",
+            "m-search",
+            44,
+        ),
+        (
+            b"\r\n1x / HTTP/1.1\r\nHost: admin.example\r\n\r\n",
+            "1x",
+            40,
+        ),
     ] {
         let data = with_trailing(data);
         let Sniff::Match { facts, len: n } = assert_prefix_stable(&data, head) else {
             panic!("{:?}", data.escape_ascii().to_string())
         };
-        assert_eq!((facts.method(), facts.host(), n), (method, Some("admin.example"), len));
+        assert_eq!(
+            (facts.method(), facts.host(), n),
+            (method, Some("admin.example"), len)
+        );
         // Resumed a byte at a time: the same answer.
         let mut sniffer = http::Sniffer::new();
         for end in 1..=data.len() {
-            sniffer.sniff(&data[..end], http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS);
+            sniffer.sniff(
+                &data[..end],
+                http::DEFAULT_MAX_HEAD,
+                http::DEFAULT_MAX_HEADERS,
+            );
         }
         assert_eq!(sniffer.answer(), &head(&data));
     }
     // What no request starts with is still refused at its first byte,
     // after empty lines too; the PROXY v2 signature (empty lines, then a
     // NUL) among them.
-    for data in [&b"{\"id\":1}"[..], b"\r\n\x16\x03\x01", b"\r\n\r\n\0\r\nQUIT\n", b"\r\r\n"] {
-        assert_eq!(head(data), Sniff::NoMatch, "{:?}", data.escape_ascii().to_string());
+    for data in [
+        &b"{\"id\":1}"[..],
+        b"\r\n\x16\x03\x01",
+        b"\r\n\r\n\0\r\nQUIT\n",
+        b"\r\r\n",
+    ] {
+        assert_eq!(
+            head(data),
+            Sniff::NoMatch,
+            "{:?}",
+            data.escape_ascii().to_string()
+        );
     }
     // Empty lines alone are not an answer yet, and count to the budget.
     assert_eq!(head(b"\r\n\r\n\r"), Sniff::NeedMore);
