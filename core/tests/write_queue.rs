@@ -232,6 +232,42 @@ fn small_writes_are_coalesced_into_one_slice() {
     assert_eq!(slices[0].len(), 1000);
 }
 
+/// A slice is copied in, in its place among the other pushes, whatever
+/// its length and the coalescing threshold; its ticket completes when its
+/// last byte is written; a refused one comes back as it was.
+#[test]
+fn a_slice_is_copied_in_order_and_refused_as_bytes_are() {
+    let config = WriteQueueConfig::default()
+        .coalesce_below(0)
+        .max_items(3)
+        .unwrap();
+    let mut queue = WriteQueue::with_config(config);
+    let big = vec![b'b'; 20 * 1024];
+    let mut scratch = b"head:".to_vec();
+    queue.push_to(Lane::Bulk, &scratch[..]).unwrap();
+    scratch.clear(); // the queue keeps no reference to it
+    let bytes = queue.push(Bytes::from_static(b"body;")).unwrap();
+    let slice = queue.push_to(Lane::Bulk, &big[..]).unwrap();
+    let refused = queue.push_to(Lane::Bulk, &b"tail"[..]).unwrap_err();
+    assert_eq!(refused.error(), &Refusal::Full(Lane::Bulk));
+    assert_eq!(refused.into_value(), &b"tail"[..]);
+    let mut out = Vec::new();
+    while !queue.is_empty() {
+        let mut slices = [&b""[..]; 8];
+        let n = queue.chunks(&mut slices);
+        let taken: Vec<u8> = slices[..n].concat();
+        let step = taken.len().min(7000);
+        out.extend_from_slice(&taken[..step]);
+        queue.advance(step).unwrap();
+        if out.len() >= 10 {
+            assert!(queue.is_written(bytes));
+        }
+        assert_eq!(queue.is_written(slice), out.len() == 10 + big.len());
+    }
+    assert_eq!(&out[..10], b"head:body;");
+    assert_eq!(&out[10..], &big[..]);
+}
+
 #[test]
 fn advancing_past_what_was_handed_out_is_refused() {
     let mut queue = WriteQueue::new();

@@ -487,8 +487,11 @@ impl<P: Protocol> Conn<P> {
         if close_asked {
             self.close();
         }
-        match polled {
-            Ok(Some(event)) => {
+        // The answer is looked at in place and returned as it came: an
+        // event is never rebuilt here (copying a head right after it was
+        // built costs more than this bookkeeping).
+        match &polled {
+            Ok(Some(_)) => {
                 self.clock.partial_since = NEVER;
                 if phase != Phase::Tunnel && self.protocol.phase() == Phase::Tunnel {
                     // A tunnel's idle time counts from when it opened (a
@@ -497,7 +500,6 @@ impl<P: Protocol> Conn<P> {
                     // byte.
                     self.clock.active = self.clock.now;
                 }
-                Ok(Some(event))
             }
             Ok(None) => {
                 if matches!(self.read, ReadSide::Failed | ReadSide::Stopped)
@@ -511,13 +513,10 @@ impl<P: Protocol> Conn<P> {
                 } else if self.clock.partial_since == NEVER {
                     self.clock.partial_since = self.clock.now;
                 }
-                Ok(None)
             }
-            Err(e) => {
-                self.fail(e.clone());
-                Err(e)
-            }
+            Err(e) => self.fail(e.clone()),
         }
+        polled
     }
 
     fn fail(&mut self, e: Error) {

@@ -233,7 +233,7 @@ impl Protocol for Client {
     fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<ClientEvent>, Error> {
         let eof = wire.is_eof();
         let recv = wire.recv();
-        let polled = match &mut self.state {
+        let mut polled = match &mut self.state {
             State::Head { .. } => self.head(recv, eof),
             State::Body { body, last } => {
                 let last = *last;
@@ -251,7 +251,7 @@ impl Protocol for Client {
             State::Done => Ok(None),
         };
         let done = matches!(self.state, State::Done);
-        let polled = unless_stuck(polled, recv, eof, done);
+        unless_stuck(&mut polled, recv, eof, done);
         if polled.is_err() {
             self.state = State::Done;
         }

@@ -67,6 +67,13 @@ pub(crate) fn is_host(value: &[u8]) -> bool {
     if value.first() == Some(&b'[') {
         return is_ip_literal_host(value);
     }
+    // Most hosts are name bytes only: looked at without a branch a byte.
+    if value
+        .iter()
+        .fold(true, |all, &b| all & NAME_BYTE[usize::from(b)])
+    {
+        return true;
+    }
     let mut rest = value;
     loop {
         // Name bytes run fast; the first other one decides.

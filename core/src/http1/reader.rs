@@ -163,7 +163,21 @@ impl HeadReader {
 /// at a time, is refused at `max_head` bytes of them rather than kept
 /// for ever (each byte restarts the idle timeout, and no frame starts).
 /// The refusal comes at the same byte however they arrive.
+#[inline]
 pub(crate) fn skip_empty_lines(
+    recv: &mut RecvBuf,
+    config: &Http1Config,
+    blank: &mut usize,
+) -> Result<usize, Error> {
+    // Most heads have none: that is one look.
+    if !matches!(recv.peek().first(), Some(b'\r' | b'\n')) {
+        return Ok(0);
+    }
+    skip_some_empty_lines(recv, config, blank)
+}
+
+#[inline(never)]
+fn skip_some_empty_lines(
     recv: &mut RecvBuf,
     config: &Http1Config,
     blank: &mut usize,
@@ -190,20 +204,23 @@ pub(crate) fn skip_empty_lines(
     }
 }
 
-/// A role's answer, unless it waits for bytes that cannot come: a head, a
-/// chunk-size line or a trailer section that filled the buffer without
-/// ending is refused with [`Limit::Buffer`], as a decoder's
-/// would be, instead of waiting for ever (a buffer smaller than the
-/// role's own limits). Body data always drains the buffer, and a role
-/// that is done (closed, switched) waits for nothing.
+/// Turns a role's `Ok(None)` into an error when it waits for bytes that
+/// cannot come: a head, a chunk-size line or a trailer section that
+/// filled the buffer without ending is refused with [`Limit::Buffer`], as
+/// a decoder's would be, instead of waiting for ever (a buffer smaller
+/// than the role's own limits). Body data always drains the buffer, and a
+/// role that is done (closed, switched) waits for nothing.
+///
+/// The answer is changed in place: an event is never moved through here
+/// (a head is a hundred bytes, and copying it right after it was built
+/// costs more than the check).
 pub(crate) fn unless_stuck<T>(
-    polled: Result<Option<T>, Error>,
+    polled: &mut Result<Option<T>, Error>,
     recv: &RecvBuf,
     eof: bool,
     done: bool,
-) -> Result<Option<T>, Error> {
-    match polled {
-        Ok(None) if !eof && !done && recv.is_full() => Err(recv.over_limit(recv.len() as u64 + 1)),
-        polled => polled,
+) {
+    if matches!(polled, Ok(None)) && !eof && !done && recv.is_full() {
+        *polled = Err(recv.over_limit(recv.len() as u64 + 1));
     }
 }

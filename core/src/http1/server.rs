@@ -164,6 +164,7 @@ impl Server {
         }
     }
 
+    #[inline]
     fn head(&mut self, recv: &mut RecvBuf, eof: bool) -> Result<Option<ServerEvent>, Error> {
         let State::Head { search, blank } = &mut self.state else {
             return Ok(None);
@@ -227,10 +228,11 @@ fn fresh() -> State {
 impl Protocol for Server {
     type Event = ServerEvent;
 
+    #[inline(always)]
     fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<ServerEvent>, Error> {
         let eof = wire.is_eof();
         let recv = wire.recv();
-        let polled = match &mut self.state {
+        let mut polled = match &mut self.state {
             State::Head { .. } => self.head(recv, eof),
             State::Body { body, last } => {
                 let last = *last;
@@ -251,7 +253,7 @@ impl Protocol for Server {
             State::Done(_) => Ok(None),
         };
         let done = matches!(self.state, State::Done(_));
-        let polled = unless_stuck(polled, recv, eof, done);
+        unless_stuck(&mut polled, recv, eof, done);
         if polled.is_err() {
             self.state = State::Done(Last::Close);
         }

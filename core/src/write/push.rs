@@ -7,8 +7,8 @@ use crate::encoder::Frame;
 use crate::error::{Refusal, Rejected};
 use crate::write::queue::{Lane, Ticket, WriteQueue};
 
-/// Something a [`WriteQueue`] takes: plain [`Bytes`] or an encoded
-/// [`Frame`] (whose parts are kept together).
+/// Something a [`WriteQueue`] takes: plain [`Bytes`], an encoded
+/// [`Frame`] (whose parts are kept together), or a `&[u8]`, copied.
 ///
 /// An adapter's `send` is written once over `I: Push`: push, and when the
 /// queue refuses with [`Refusal::Full`], take the value back, write, and
@@ -74,6 +74,41 @@ impl Push for Frame {
             Lane::Bulk => queue.push_frame(self),
             Lane::Urgent => queue.push_urgent_frame(self),
         }
+    }
+
+    fn wire_len(&self) -> usize {
+        self.len()
+    }
+}
+
+/// A slice is copied into the lane's run buffer (whatever its length and
+/// [`coalesce_below`](crate::WriteQueueConfig::coalesce_below)): the one
+/// copy a small write gets anyway, without a [`Bytes`] made only to be
+/// copied and dropped (two atomic reference-count updates). For bytes
+/// built in a scratch buffer kept by the caller, such as a response head
+/// ([`response_into`](crate::http1::response_into)).
+///
+/// ```
+/// use cleave_proto::write::Lane;
+/// use cleave_proto::WriteQueue;
+///
+/// let mut queue = WriteQueue::new();
+/// let mut head = Vec::new();
+/// head.extend_from_slice(b"HTTP/1.1 204 No Content\r\n\r\n");
+/// queue.push_to(Lane::Bulk, &head[..]).expect("room");
+/// head.clear(); // the scratch buffer is the caller's again
+/// let mut out = [&[][..]; 4];
+/// let n = queue.chunks(&mut out);
+/// assert_eq!(out[..n].concat(), b"HTTP/1.1 204 No Content\r\n\r\n");
+/// ```
+impl Push for &[u8] {
+    #[inline(always)]
+    fn push_into(
+        self,
+        queue: &mut WriteQueue,
+        lane: Lane,
+    ) -> Result<Ticket, Rejected<Self, Refusal>> {
+        queue.push_copy_in(lane, self)
     }
 
     fn wire_len(&self) -> usize {

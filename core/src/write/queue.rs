@@ -671,6 +671,25 @@ impl WriteQueue {
         Ok(ticket)
     }
 
+    /// Queues a copy of `bytes`: into the lane's run buffer, whatever
+    /// their length and [`coalesce_below`](WriteQueueConfig::coalesce_below).
+    #[inline(always)]
+    pub(crate) fn push_copy_in<'a>(
+        &mut self,
+        lane: Lane,
+        bytes: &'a [u8],
+    ) -> Result<Ticket, Rejected<&'a [u8], Refusal>> {
+        if let Err(e) = self.admit(lane, bytes.len()) {
+            self.refused |= matches!(e, Refusal::Full(_));
+            return Err(Rejected::new(e, bytes));
+        }
+        let ticket = self.account(lane, bytes.len());
+        if !bytes.is_empty() {
+            self.stage(lane, bytes);
+        }
+        Ok(ticket)
+    }
+
     // A refused frame comes back by value: boxing it would allocate on
     // every refusal, and refusals are how backpressure works.
     #[allow(clippy::result_large_err)]
