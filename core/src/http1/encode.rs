@@ -81,9 +81,11 @@ fn finish_head(out: &mut BytesMut, headers: &[(&str, &[u8])], (name, value): (&[
     if !name.is_empty() {
         out.put_slice(name);
         out.put_slice(value);
+        // The field's line end and the empty line: one copy.
+        out.put_slice(b"\r\n\r\n");
+    } else {
         out.put_slice(b"\r\n");
     }
-    out.put_slice(b"\r\n");
 }
 
 /// A decimal number into `buf`, right-aligned: the digits.
@@ -302,16 +304,16 @@ pub fn response_into(
     let (name, value) = framing_field(body, &mut digits);
     let len = 13 + reason.len() + 2 + fields_len(headers)? + name.len() + value.len() + 4;
     out.reserve(len);
+    // The status line up to the reason, in one copy of a known length.
     // Three digits: the status is within 100..=999.
+    let mut line = *b"HTTP/1.1 000 ";
     #[allow(clippy::cast_possible_truncation)] // each below 10
-    let code = [
-        b'0' + (status / 100) as u8,
-        b'0' + (status / 10 % 10) as u8,
-        b'0' + (status % 10) as u8,
-    ];
-    out.put_slice(b"HTTP/1.1 ");
-    out.put_slice(&code);
-    out.put_u8(b' ');
+    {
+        line[9] += (status / 100) as u8;
+        line[10] += (status / 10 % 10) as u8;
+        line[11] += (status % 10) as u8;
+    }
+    out.put_slice(&line);
     out.put_slice(reason.as_bytes());
     out.put_slice(b"\r\n");
     finish_head(out, headers, (name, value));

@@ -83,6 +83,7 @@ impl<'h> Framing<'h> {
     /// that has no body whatever its fields say (to HEAD, 1xx, 204, 304,
     /// a 2xx to CONNECT) ignores them (RFC 9112, section 6.3, rules 1
     /// and 2), values included.
+    #[inline(always)]
     pub(crate) fn read(
         headers: &[httparse::Header<'h>],
         config: &Http1Config,

@@ -7,7 +7,7 @@ use crate::error::{Error, Limit};
 use crate::http1::config::Http1Config;
 use crate::http1::faults::{early_check, first_fault, judged_before, Role};
 use crate::http1::lines::{Bad, BlockScan};
-use crate::http1::parse::{parse_request, RequestParts};
+use crate::http1::parse::{parse_request, parse_request_inline, RequestParts};
 use crate::recv_buf::RecvBuf;
 
 /// Where the search for one head is, resumed on every call so that a
@@ -74,6 +74,7 @@ impl HeadSearch {
     /// line cannot hold a line too long. The verdict is the
     /// line-by-line search's; anything else (a partial head, a refusal, a
     /// long head) takes that search, which judges as the bytes came.
+    #[inline(always)]
     pub(crate) fn request_at_once(
         &self,
         buf: &[u8],
@@ -89,7 +90,7 @@ impl HeadSearch {
             // judges them.
             return None;
         }
-        let (len, parts) = parse_request(buf, config).ok()?;
+        let (len, parts) = parse_request_inline(buf, config).ok()?;
         let fits = len <= config.get_max_head() && len <= config.get_max_line();
         (fits && parts.crlf).then_some((len, parts))
     }
