@@ -46,10 +46,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cleave_examples::http_proxy;
-use cleave_proto::route::{Facts, HostPattern, Match, Router};
+use cleave_proto::http1::Http1Config;
+use cleave_proto::route::{Decision, Facts, HostPattern, Match, Router, RouterConfig};
 use cleave_proto::sniff::{http, Sniff};
 use cleave_proto::{
-    Bytes, ConnConfig, Encoder, Event, Heads, Lines, Session, SessionConfig, Timeouts,
+    Bytes, ConnConfig, Encoder, Error, Event, Heads, Lines, Session, SessionConfig, Timeouts,
 };
 use cleave_tokio::{splice_tunnel, FrameReader, Pipes, SessionReader, TunnelConfig};
 use futures_util::StreamExt;
@@ -149,6 +150,41 @@ struct Backend {
     counters: Counters,
 }
 
+/// The router's limits: an HTTP head as long and with as many fields as
+/// the per-request proxy's parser takes ([`Http1Config`]'s defaults) is
+/// recognised whole, within a budget that holds it.
+fn router_config() -> Result<RouterConfig, BoxError> {
+    let http = Http1Config::default();
+    Ok(RouterConfig::default()
+        .budget(http.get_max_head() + 1)
+        .http_limits(
+            http.get_max_head(),
+            http.get_max_headers().min(http::MAX_HEADERS),
+        )?)
+}
+
+/// Whether a connection goes through the per-request HTTP proxy: the
+/// router saw an HTTP head, or one its sniffer refused (a Host it does
+/// not take, a head over its limits). The proxy's parser then answers
+/// each request, a refusal with its status (400, 431): such a stream
+/// must not go to the fallback raw, where its requests would pass every
+/// Host rule. A TLS record (0x16) that was refused is not HTTP.
+fn is_http(decision: &Decision<usize>, first: &[u8]) -> bool {
+    use cleave_proto::{InvalidInput, Limit};
+    match &decision.malformed {
+        _ if matches!(decision.facts, Facts::Http(_)) => true,
+        Some(Error::InvalidInput {
+            kind: InvalidInput::Http(_),
+            ..
+        }) => true,
+        Some(Error::LimitExceeded {
+            limit: Limit::SniffBudget,
+            ..
+        }) => first.first() != Some(&0x16),
+        _ => false,
+    }
+}
+
 /// The proxy's shared state: the router (its targets index `backends`).
 #[derive(Debug)]
 struct Proxy {
@@ -221,7 +257,7 @@ impl Proxy {
                 Event::Routed(decision) => {
                     trace.route = Some(decision.target);
                     trace.why = format!("{}, {:?}", describe(&decision.facts), decision.reason);
-                    if matches!(decision.facts, Facts::Http(_)) {
+                    if is_http(&decision, events.conn().recv_buf().peek()) {
                         // HTTP: every request goes where its own Host
                         // routes, not where the first one did.
                         let addrs: Vec<_> = self.backends.iter().map(|b| b.addr).collect();
@@ -453,7 +489,7 @@ async fn listen_mode(
         None => None,
     };
     let mut backends = vec![backend("fallback", fallback_addr)];
-    let mut router = Router::new(0);
+    let mut router = Router::with_config(0, router_config()?);
     for route in routes {
         let addr = resolve(&route.addr).await?;
         println!("route {:<28} => {addr}", route.spec);
@@ -784,7 +820,7 @@ async fn start(timeouts: Timeouts) -> Result<(SocketAddr, Arc<Proxy>), BoxError>
     tokio::spawn(serve_all(lines, line_service));
     tokio::spawn(serve_all(echo_listener, echo));
 
-    let router = Router::new(ECHO)
+    let router = Router::with_config(ECHO, router_config()?)
         .rule(Match::TlsServerName(HostPattern::new("*.example.com")), TLS)
         .rule(Match::TlsServerName(HostPattern::new("example.com")), TLS)
         .rule(Match::HttpHost(HostPattern::new("example.com")), WEB)

@@ -28,9 +28,9 @@ use cleave_proto::http1::{
     self, Body, Client, ClientEvent, Headers, PerRequest, Request, Routed, RoutedEvent,
 };
 use cleave_proto::websocket::{self, close_code, Assembler, Kind, WebSocket, WsConfig, WsEvent};
-use cleave_proto::{Bytes, Conn, Encoder, Frame, Lines, Protocol};
+use cleave_proto::{Bytes, Conn, ConnConfig, Encoder, Frame, Lines, Protocol, Timeouts};
 use cleave_tokio::{tunnel, ConnError, Connection, FrameReader, Reset};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
@@ -72,6 +72,17 @@ fn last_chunk(trailers: Option<&Headers>) -> Result<Bytes, BoxError> {
 /// answers 502. Ends when the client ends, asks to close, or after a
 /// protocol switch (then the two sockets are tunnelled).
 ///
+/// Each response goes to the client as it comes (a streamed response, an
+/// interim 103, are not held back). A backend connection gets the
+/// client's idle timeout: a backend that does not answer in that time is
+/// a 504 to the client, one that fails before its answer a 502. A
+/// request that is safe to send again (GET, HEAD, OPTIONS, no body) on a
+/// kept backend connection that turns out closed (a server may close an
+/// idle connection between responses, RFC 9112 section 9.6) is sent again
+/// once, on a new connection. While a response is awaited the client's
+/// end is not taken for its leaving: a client that half-closes after its
+/// requests still gets their responses; the idle timeout bounds the wait.
+///
 /// # Errors
 ///
 /// The client's or a backend's I/O errors, and protocol errors (a
@@ -104,8 +115,9 @@ where
     let mut open: Vec<Option<Connection<TcpStream, Client>>> =
         backends.iter().map(|_| None).collect();
     let mut moved = Moved::default();
-    // The request being forwarded: its backend and whether it is chunked.
-    let mut current: Option<(usize, bool)> = None;
+    // The request being forwarded.
+    let mut current: Option<Forward> = None;
+    let idle = client.conn().timeouts().get_idle();
     let mut trailers = None;
     // A client event read while waiting for a backend's answer to
     // `Expect: 100-continue`.
@@ -143,7 +155,9 @@ where
                     let addr = backends.get(target).copied().flatten();
                     return terminate(client, request, addr, moved).await;
                 }
-                let Some(backend) = backend(&mut open, backends, target).await? else {
+                let reused = open.get(target).is_some_and(Option::is_some);
+                let Some(backend) = connect_backend(&mut open, backends, target, idle).await?
+                else {
                     let head = http1::response(
                         502,
                         "Bad Gateway",
@@ -161,8 +175,22 @@ where
                     client_side.expect_response(request.method());
                 }
                 moved.up += request.as_bytes().len() as u64;
-                backend.send(request.as_bytes().clone()).await?;
-                current = Some((target, request.body() == Body::Chunked));
+                let safe = matches!(request.method(), "GET" | "HEAD" | "OPTIONS")
+                    && request.body() == Body::Empty
+                    && !request.is_upgrade();
+                let head = request.as_bytes().clone();
+                // A kept connection the backend closed may refuse the
+                // head: the answer (none) decides below.
+                let sent = backend.send(head.clone()).await;
+                current = Some(Forward {
+                    target,
+                    chunked: request.body() == Body::Chunked,
+                    head,
+                    method: request.method().to_owned(),
+                    upgrade: request.is_upgrade(),
+                    again: reused && safe,
+                    failed: sent.is_err(),
+                });
                 moved.requests += 1;
                 if request.expects_continue() {
                     // RFC 9110, section 10.1.1: the head goes on at once
@@ -182,7 +210,8 @@ where
                             // body, if it comes, is not read).
                             Some(Ok(first)) => {
                                 relay_response(backend, &mut client, &mut moved, Some(first))
-                                    .await?;
+                                    .await
+                                    .map_err(Relay::into_error)?;
                                 client.close().await?;
                                 return Ok(moved);
                             }
@@ -193,20 +222,69 @@ where
                 }
             }
             RoutedEvent::Data(data) => {
-                let (target, chunked) = current.ok_or("body outside a request")?;
-                let backend = open[target].as_mut().ok_or("no backend")?;
+                let f = current.as_mut().ok_or("body outside a request")?;
+                let backend = open[f.target].as_mut().ok_or("no backend")?;
                 moved.up += data.len() as u64;
-                backend.send(body_piece(data, chunked)?).await?;
+                // After a failed send the body is not sent: the client is
+                // answered 502 at the request's end.
+                if !f.failed && backend.send(body_piece(data, f.chunked)?).await.is_err() {
+                    f.failed = true;
+                }
             }
             RoutedEvent::Trailers(t) => trailers = Some(t),
             RoutedEvent::End => {
-                let (target, chunked) = current.take().ok_or("end outside a request")?;
+                let f = current.take().ok_or("end outside a request")?;
+                let target = f.target;
                 let backend = open[target].as_mut().ok_or("no backend")?;
-                if chunked {
-                    backend.send(last_chunk(trailers.take().as_ref())?).await?;
+                let mut sent = if f.failed {
+                    Err(ConnError::Io(io::ErrorKind::BrokenPipe.into()))
+                } else if f.chunked {
+                    backend
+                        .send(last_chunk(trailers.take().as_ref())?)
+                        .await
+                        .map(drop)
+                } else {
+                    Ok(())
+                };
+                if sent.is_ok() {
+                    sent = backend.flush().await;
                 }
-                backend.flush().await?;
-                let relayed = relay_response(backend, &mut client, &mut moved, None).await?;
+                let mut relayed = match sent {
+                    Ok(()) => relay_response(backend, &mut client, &mut moved, None).await,
+                    Err(e) => Err(Relay::NoAnswer(e.into())),
+                };
+                if f.again && matches!(relayed, Err(Relay::NoAnswer(_))) {
+                    // The kept connection was closed: once more, on a new one.
+                    open[target] = None;
+                    relayed = match connect_backend(&mut open, backends, target, idle).await {
+                        Ok(Some(fresh)) => f.send_again(fresh, &mut client, &mut moved).await,
+                        Ok(None) => Err(Relay::NoAnswer("no backend".into())),
+                        Err(e) => Err(Relay::NoAnswer(e.into())),
+                    };
+                }
+                let relayed = match relayed {
+                    Ok(after) => after,
+                    Err(Relay::NoAnswer(e)) => {
+                        // Nothing of a response reached the client: it
+                        // gets one, and the connection closes.
+                        open[target] = None;
+                        let status = if is_timeout(&e) { 504 } else { 502 };
+                        let head = http1::response(
+                            status,
+                            if status == 504 {
+                                "Gateway Timeout"
+                            } else {
+                                "Bad Gateway"
+                            },
+                            &[("Connection", b"close")],
+                            Body::Empty,
+                        )?;
+                        client.send(head).await?;
+                        client.close().await?;
+                        return Ok(moved);
+                    }
+                    Err(Relay::Cut(e)) => return Err(e),
+                };
                 match relayed {
                     After::KeepAlive => {}
                     After::ClientCloses => {
@@ -249,12 +327,80 @@ where
     Ok(moved)
 }
 
-/// The open connection to `target`'s backend, connecting if needed;
-/// `None` when the target has no address.
-async fn backend<'a>(
+/// A request on its way to a backend.
+struct Forward {
+    target: usize,
+    chunked: bool,
+    head: Bytes,
+    method: String,
+    upgrade: bool,
+    /// Safe to send again on a new connection if the kept one turns out
+    /// closed: a GET, HEAD or OPTIONS without a body, on a kept connection.
+    again: bool,
+    /// Sending the head failed (a kept connection the backend closed).
+    failed: bool,
+}
+
+impl Forward {
+    /// The request (a head only) once more, on `backend`, and its answer.
+    async fn send_again<S>(
+        &self,
+        backend: &mut Connection<TcpStream, Client>,
+        client: &mut Connection<S, Routed<usize>>,
+        moved: &mut Moved,
+    ) -> Result<After, Relay>
+    where
+        S: AsyncRead + AsyncWrite + Reset + Unpin,
+    {
+        let side = backend.conn_mut().protocol_mut();
+        if self.upgrade {
+            side.expect_upgrade(&self.method);
+        } else {
+            side.expect_response(&self.method);
+        }
+        let sent = backend.send(self.head.clone()).await;
+        let flushed = match sent {
+            Ok(_) => backend.flush().await,
+            Err(e) => Err(e),
+        };
+        flushed.map_err(|e| Relay::NoAnswer(e.into()))?;
+        relay_response(backend, client, moved, None).await
+    }
+}
+
+/// Why a response was not relayed.
+enum Relay {
+    /// The backend failed (or timed out) before any of its answer reached
+    /// the client: the client can still be answered.
+    NoAnswer(BoxError),
+    /// It failed part way, or the client did: the client's connection
+    /// ends without a clean end.
+    Cut(BoxError),
+}
+
+impl Relay {
+    fn into_error(self) -> BoxError {
+        match self {
+            Self::NoAnswer(e) | Self::Cut(e) => e,
+        }
+    }
+}
+
+/// Whether a backend's failure was its idle timeout.
+fn is_timeout(e: &BoxError) -> bool {
+    matches!(
+        e.downcast_ref::<ConnError>(),
+        Some(ConnError::Protocol(cleave_proto::Error::TimedOut(_)))
+    )
+}
+
+/// The open connection to `target`'s backend, connecting if needed (with
+/// `idle` as its idle timeout); `None` when the target has no address.
+async fn connect_backend<'a>(
     open: &'a mut [Option<Connection<TcpStream, Client>>],
     backends: &[Option<SocketAddr>],
     target: usize,
+    idle: Option<std::time::Duration>,
 ) -> io::Result<Option<&'a mut Connection<TcpStream, Client>>> {
     let Some(addr) = backends.get(target).copied().flatten() else {
         return Ok(None);
@@ -263,7 +409,8 @@ async fn backend<'a>(
     if slot.is_none() {
         let socket = TcpStream::connect(addr).await?;
         socket.set_nodelay(true)?;
-        *slot = Some(Connection::new(socket, Client::new()));
+        let config = ConnConfig::default().timeouts(Timeouts::default().idle(idle));
+        *slot = Some(Connection::with_config(socket, Client::new(), config));
     }
     Ok(slot.as_mut())
 }
@@ -283,30 +430,55 @@ enum After {
 
 /// Copies one response (interim ones first) from `backend` to `client`,
 /// starting with `first` if the backend's first event was read already.
+/// What came goes to the client before waiting for more: a streamed
+/// response is not held back.
 async fn relay_response<S>(
     backend: &mut Connection<TcpStream, Client>,
     client: &mut Connection<S, Routed<usize>>,
     moved: &mut Moved,
     mut first: Option<ClientEvent>,
-) -> Result<After, BoxError>
+) -> Result<After, Relay>
 where
     S: AsyncRead + AsyncWrite + Reset + Unpin,
 {
+    let mut relayed = first.is_some();
+    let cut = |relayed: bool, e: BoxError| {
+        if relayed {
+            Relay::Cut(e)
+        } else {
+            Relay::NoAnswer(e)
+        }
+    };
+    let client_failed = |e: ConnError| Relay::Cut(e.into());
     let mut chunked = false;
     let mut after = After::KeepAlive;
     let mut trailers = None;
     loop {
-        let event = match first.take() {
-            Some(event) => event,
-            None => match backend.next().await {
-                Some(event) => event?,
-                None => break,
+        let next = match first.take() {
+            Some(event) => Some(Ok(event)),
+            None => match backend.next().now_or_never() {
+                Some(next) => next,
+                None => {
+                    // Nothing more from the backend now: what came goes
+                    // out before the wait.
+                    client.flush().await.map_err(client_failed)?;
+                    backend.next().await
+                }
             },
         };
+        let event = match next {
+            Some(Ok(event)) => event,
+            Some(Err(e)) => return Err(cut(relayed, e.into())),
+            None => break,
+        };
+        relayed = true;
         match event {
             ClientEvent::Interim(response) => {
                 moved.down += response.as_bytes().len() as u64;
-                client.send(response.into_bytes()).await?;
+                client
+                    .send(response.into_bytes())
+                    .await
+                    .map_err(client_failed)?;
             }
             ClientEvent::Head(response) => {
                 chunked = response.body() == Body::Chunked;
@@ -318,18 +490,28 @@ where
                     After::KeepAlive
                 };
                 moved.down += response.as_bytes().len() as u64;
-                client.send(response.into_bytes()).await?;
+                client
+                    .send(response.into_bytes())
+                    .await
+                    .map_err(client_failed)?;
             }
             ClientEvent::Data(data) => {
                 moved.down += data.len() as u64;
-                client.send(body_piece(data, chunked)?).await?;
+                let piece = body_piece(data, chunked).map_err(Relay::Cut)?;
+                client.send(piece).await.map_err(client_failed)?;
             }
             ClientEvent::Trailers(t) => trailers = Some(t),
             ClientEvent::End => {
                 if chunked {
-                    client.send(last_chunk(trailers.as_ref())?).await?;
+                    let last = last_chunk(trailers.as_ref()).map_err(Relay::Cut)?;
+                    client.send(last).await.map_err(client_failed)?;
                 }
-                client.flush().await?;
+                client.flush().await.map_err(client_failed)?;
+                if !matches!(after, After::Switch) {
+                    // A declined upgrade or CONNECT: the client's requests
+                    // go on (unless it asked to close).
+                    client.conn_mut().protocol_mut().server_mut().resume();
+                }
                 if !client_keeps_alive(client.conn()) && matches!(after, After::KeepAlive) {
                     return Ok(After::ClientCloses);
                 }
@@ -337,7 +519,10 @@ where
             }
         }
     }
-    Err("the backend closed before its response ended".into())
+    Err(cut(
+        relayed,
+        "the backend closed before its response ended".into(),
+    ))
 }
 
 /// Whether the client's connection goes on: its server side did not stop
