@@ -14,7 +14,7 @@ use crate::http1::faults::Role;
 use crate::http1::framing::elements;
 use crate::http1::head::{Body, Headers, Response};
 use crate::http1::parse::{parse_response, Asked};
-use crate::http1::reader::{unless_stuck, HeadSearch};
+use crate::http1::reader::{stuck, HeadSearch};
 use crate::recv_buf::RecvBuf;
 
 /// What a [`Client`] reads from a connection, in order: for each request
@@ -251,7 +251,9 @@ impl Protocol for Client {
             State::Done => Ok(None),
         };
         let done = matches!(self.state, State::Done);
-        unless_stuck(&mut polled, recv, eof, done);
+        if matches!(polled, Ok(None)) && stuck(recv, eof, done) {
+            polled = Err(recv.over_limit(recv.len() as u64 + 1));
+        }
         if polled.is_err() {
             self.state = State::Done;
         }

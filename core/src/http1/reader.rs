@@ -205,23 +205,17 @@ fn skip_some_empty_lines(
     }
 }
 
-/// Turns a role's `Ok(None)` into an error when it waits for bytes that
+/// Whether a role that has no answer (`Ok(None)`) waits for bytes that
 /// cannot come: a head, a chunk-size line or a trailer section that
-/// filled the buffer without ending is refused with [`Limit::Buffer`], as
-/// a decoder's would be, instead of waiting for ever (a buffer smaller
-/// than the role's own limits). Body data always drains the buffer, and a
-/// role that is done (closed, switched) waits for nothing.
+/// filled the buffer without ending is refused with [`Limit::Buffer`]
+/// ([`RecvBuf::over_limit`]), as a decoder's would be, instead of waiting
+/// for ever (a buffer smaller than the role's own limits). Body data
+/// always drains the buffer, and a role that is done (closed, switched)
+/// waits for nothing.
 ///
-/// The answer is changed in place: an event is never moved through here
-/// (a head is a hundred bytes, and copying it right after it was built
-/// costs more than the check).
-pub(crate) fn unless_stuck<T>(
-    polled: &mut Result<Option<T>, Error>,
-    recv: &RecvBuf,
-    eof: bool,
-    done: bool,
-) {
-    if matches!(polled, Ok(None)) && !eof && !done && recv.is_full() {
-        *polled = Err(recv.over_limit(recv.len() as u64 + 1));
-    }
+/// The roles look at their answer in place with this: an event is never
+/// borrowed or moved through here (a head is a hundred bytes, and copying
+/// it right after it was built costs more than the check).
+pub(crate) fn stuck(recv: &RecvBuf, eof: bool, done: bool) -> bool {
+    !eof && !done && recv.is_full()
 }

@@ -9,7 +9,7 @@ use crate::http1::config::Http1Config;
 use crate::http1::faults::Role;
 use crate::http1::head::{Headers, Request};
 use crate::http1::parse::parse_request;
-use crate::http1::reader::{skip_empty_lines, unless_stuck, HeadSearch};
+use crate::http1::reader::{skip_empty_lines, stuck, HeadSearch};
 use crate::recv_buf::RecvBuf;
 
 /// What a [`Server`] reads from a connection, in order: for each request
@@ -253,7 +253,9 @@ impl Protocol for Server {
             State::Done(_) => Ok(None),
         };
         let done = matches!(self.state, State::Done(_));
-        unless_stuck(&mut polled, recv, eof, done);
+        if matches!(polled, Ok(None)) && stuck(recv, eof, done) {
+            polled = Err(recv.over_limit(recv.len() as u64 + 1));
+        }
         if polled.is_err() {
             self.state = State::Done(Last::Close);
         }
