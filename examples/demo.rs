@@ -85,7 +85,8 @@ TIMEOUTS (a duration: 300ms, 5s, 2m; or off), in both modes:
                                  (default 2s: below the inspect delay, so
                                  a head trickled byte by byte is cut
                                  before the fallback takes it)
-    --idle-timeout D             no byte either way, before the tunnel
+    --idle-timeout D             no byte either way, before the tunnel (and an
+                                 HTTP backend's answer: then 504)
                                  (default 60s)
     --tunnel-idle-timeout D      no byte either way in the tunnel
                                  (default 300s)
