@@ -340,7 +340,7 @@ impl App {
 }
 
 /// The reason phrase of the statuses this application answers.
-fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         400 => "Bad Request",
         408 => "Request Timeout",

@@ -5,11 +5,11 @@
 use std::io;
 
 use cleave_proto::conn::Conn;
-use cleave_proto::http1::{Client, ClientEvent, Request, Server, ServerEvent};
+use cleave_proto::http1::{self, Body, Client, ClientEvent, Request, Server, ServerEvent};
 use cleave_proto::websocket::{
     self, AcceptConfig, ClientHandshake, ConnectConfig, Kind, WebSocket, WsConfig, WsEvent,
 };
-use cleave_proto::{ConnConfig, ConnError, Frame, RecvBufConfig};
+use cleave_proto::{Bytes, ConnConfig, ConnError, Error, Frame, RecvBufConfig};
 use cleave_tokio::{Connection, OsEntropy};
 use futures_util::StreamExt;
 use tokio::net::TcpStream;
@@ -116,6 +116,24 @@ pub async fn serve_tokio(listener: tokio::net::TcpListener) -> io::Result<()> {
     }
 }
 
+/// The answer to a request the HTTP parser refused: RFC 6455, section
+/// 4.2.1, has a handshake that breaks HTTP's grammar (two Host fields, a
+/// folded line) answered with an HTTP error status, as any refusal; the
+/// status [`http1::status_for`] gives, then the close. `None` for a
+/// failure that has none (the peer left, a timeout: the codec chose its
+/// last word then).
+fn http_refusal(error: &ConnError) -> Option<Bytes> {
+    let ConnError::Protocol(e) = error else {
+        return None;
+    };
+    if matches!(e, Error::TimedOut(_)) {
+        return None;
+    }
+    let status = http1::status_for(e)?;
+    let reason = crate::http1::reason(status);
+    http1::response(status, reason, &[("Connection", b"close")], Body::Empty).ok()
+}
+
 /// The opening handshake: the request, once its head and end came.
 async fn upgrade_request(
     conn: &mut Connection<TcpStream, Server>,
@@ -152,7 +170,18 @@ pub async fn serve_tokio_connection(socket: TcpStream) -> Result<(), ConnError> 
 async fn handshake(
     mut http: Connection<TcpStream, Server>,
 ) -> Result<Option<Connection<TcpStream, WebSocket>>, ConnError> {
-    let Some(request) = upgrade_request(&mut http).await? else {
+    let request = match upgrade_request(&mut http).await {
+        Ok(request) => request,
+        Err(e) => {
+            let Some(answer) = http_refusal(&e) else {
+                return Err(e);
+            };
+            http.send(answer).await?;
+            http.close().await?;
+            return Ok(None);
+        }
+    };
+    let Some(request) = request else {
         http.close().await?;
         return Ok(None);
     };
@@ -300,7 +329,7 @@ impl cleave_proto::Protocol for Upgrading {
     fn poll_event(
         &mut self,
         wire: &mut cleave_proto::conn::Wire<'_>,
-    ) -> Result<Option<UpgradingEvent>, cleave_proto::Error> {
+    ) -> Result<Option<UpgradingEvent>, Error> {
         Ok(match self {
             Self::Http(http) => http.poll_event(wire)?.map(UpgradingEvent::Http),
             Self::Open(ws) => ws.poll_event(wire)?.map(UpgradingEvent::Ws),
@@ -489,7 +518,18 @@ fn mio_drive(
         }
         let more = match outcome {
             Ok(outcome) => outcome.more,
-            // The protocol queued its close (or the refusal): write it.
+            // A request the HTTP parser refused: answered with its status.
+            Err(e @ ConnError::Protocol(_))
+                if matches!(conn.conn().protocol(), Upgrading::Http(_)) =>
+            {
+                if let Some(answer) = http_refusal(&e) {
+                    peer.backlog.push_back(Frame::from(answer));
+                    let _ = mio_pump(conn, peer);
+                }
+                conn.close();
+                false
+            }
+            // The protocol queued its close: write it.
             Err(ConnError::Protocol(_)) => false,
             Err(e) => return Err(e),
         };
