@@ -69,8 +69,9 @@ fn last_chunk(trailers: Option<&Headers>) -> Result<Bytes, BoxError> {
 /// Proxies the requests of `client` (whose first bytes the router saw as
 /// HTTP: nothing was taken from its buffer) one by one, each to
 /// `backends[target]` for the target its Host routes to; `None` there
-/// answers 502. Ends when the client ends, asks to close, or after a
-/// protocol switch (then the two sockets are tunnelled).
+/// (or a backend that refuses the connection) answers 502. Ends when the
+/// client ends, asks to close, or after a protocol switch (then the two
+/// sockets are tunnelled).
 ///
 /// Each response goes to the client as it comes (a streamed response, an
 /// interim 103, are not held back). A backend connection gets the
@@ -156,8 +157,9 @@ where
                     return terminate(client, request, addr, moved).await;
                 }
                 let reused = open.get(target).is_some_and(Option::is_some);
-                let Some(backend) = connect_backend(&mut open, backends, target, idle).await?
-                else {
+                // No address, or none that takes a connection: 502.
+                let connected = connect_backend(&mut open, backends, target, idle).await;
+                let Some(backend) = connected.ok().flatten() else {
                     let head = http1::response(
                         502,
                         "Bad Gateway",

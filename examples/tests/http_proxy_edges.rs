@@ -586,3 +586,27 @@ fn demo_first_request_with_many_headers_goes_to_its_hosts_backend() {
         fallback.log()
     );
 }
+
+/// A backend that refuses the connection (nothing listens at its
+/// address): the client gets a 502, not a connection dropped without a
+/// word.
+#[test]
+fn a_backend_that_refuses_the_connection_is_a_502() {
+    let closed = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let rt = runtime();
+    let proxy = in_process_proxy(&rt, &["a.test"], vec![Some(closed)]);
+    let mut client = connect(proxy);
+    client
+        .write_all(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        .unwrap();
+    let (got, closed) = read_for(&mut client, Duration::from_secs(3));
+    rt.shutdown_background();
+    assert!(
+        text(&got).starts_with("HTTP/1.1 502") && closed,
+        "got {:?} (closed: {closed})",
+        text(&got)
+    );
+}
