@@ -353,16 +353,20 @@ impl Lease {
         let filled = self.pipe().fill(socket);
         // A full pipe blocks too: ask only when it was empty.
         let stuck = |e: &io::Error| e.kind() == io::ErrorKind::WouldBlock && self.len == 0;
+        // The question can meet the socket's error (a reset that came
+        // since the splice): that is the answer, as a read's would be.
+        // Reporting it clears it, so it must not be dropped: the next
+        // splice would find the read side shut and say 0, a clean end.
         let filled = match filled {
             // Bytes may have arrived between the splice that found none
             // and the question: splice once more before calling it a
             // mark. A splice stopped at an urgent mark stays stopped.
-            Err(e) if stuck(&e) && sys::holds_bytes(socket) => self.pipe().fill(socket),
+            Err(e) if stuck(&e) && sys::holds_bytes(socket)? => self.pipe().fill(socket),
             filled => filled,
         };
         match filled {
-            Ok(0) if sys::holds_bytes(socket) => Err(sys::stopped_at_urgent_mark()),
-            Err(e) if stuck(&e) && sys::holds_bytes(socket) => Err(sys::stopped_at_urgent_mark()),
+            Ok(0) if sys::holds_bytes(socket)? => Err(sys::stopped_at_urgent_mark()),
+            Err(e) if stuck(&e) && sys::holds_bytes(socket)? => Err(sys::stopped_at_urgent_mark()),
             Ok(n) => {
                 self.len += n;
                 Ok(n)
@@ -472,12 +476,18 @@ mod sys {
 
     /// Whether `socket` holds bytes to read: a `recv` with `MSG_PEEK`,
     /// which reads past an urgent mark where splice(2) stops. No for what
-    /// is not a socket, or says nothing.
-    pub(super) fn holds_bytes(socket: impl AsFd) -> bool {
+    /// is not a socket, or has nothing now; the socket's error (a reset)
+    /// otherwise, which the `recv` took from it.
+    pub(super) fn holds_bytes(socket: impl AsFd) -> io::Result<bool> {
+        use rustix::io::Errno;
         use rustix::net::{recv, RecvFlags};
         let mut byte = [0; 1];
         let flags = RecvFlags::PEEK | RecvFlags::DONTWAIT;
-        matches!(recv(socket, &mut byte[..], flags), Ok((1.., _)))
+        match recv(socket, &mut byte[..], flags) {
+            Ok((n, _)) => Ok(n > 0),
+            Err(Errno::AGAIN | Errno::NOTSOCK | Errno::INTR) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     pub(super) fn stopped_at_urgent_mark() -> io::Error {
@@ -558,8 +568,8 @@ mod sys {
     }
 
     #[cfg(unix)]
-    pub(super) fn holds_bytes(_: impl std::os::fd::AsFd) -> bool {
-        false
+    pub(super) fn holds_bytes(_: impl std::os::fd::AsFd) -> io::Result<bool> {
+        Ok(false)
     }
 
     #[cfg(unix)]
