@@ -13,6 +13,10 @@ use cleave_proto::websocket::{
 };
 use cleave_proto::{Bytes, Error, InvalidInput, WsField};
 
+#[path = "support/ws.rs"]
+mod ws;
+use ws::{client_with as client, frame_rsv};
+
 const NOW: Duration = Duration::ZERO;
 
 fn entropy_fill(v: u8) -> impl FnMut(&mut [u8]) {
@@ -142,32 +146,6 @@ fn handshake_answers() {
 // frames
 // ---------------------------------------------------------------------
 
-/// One frame as RFC 6455 section 5.2 draws it (server side: unmasked
-/// unless `mask`).
-fn frame_rsv(fin: bool, rsv1: bool, opcode: u8, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
-    let mut out = vec![(u8::from(fin) << 7) | (u8::from(rsv1) << 6) | opcode];
-    let m = if mask.is_some() { 0x80 } else { 0 };
-    match payload.len() {
-        n if n < 126 => out.push(m | n as u8),
-        n if n < 65536 => {
-            out.push(m | 126);
-            out.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            out.push(m | 127);
-            out.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    match mask {
-        Some(key) => {
-            out.extend_from_slice(&key);
-            out.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
-        }
-        None => out.extend_from_slice(payload),
-    }
-    out
-}
-
 fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
     frame_rsv(fin, false, opcode, payload, None)
 }
@@ -223,18 +201,6 @@ fn drain<P: cleave_proto::Protocol>(conn: &mut Conn<P>) -> Vec<u8> {
         conn.handle_written(chunk.len(), NOW).unwrap();
     }
     out
-}
-
-/// A client whose masks count up: distinct keys, predictable.
-fn client(config: WsConfig) -> Conn<WebSocket> {
-    let mut next = 0u8;
-    let entropy = move |buf: &mut [u8]| {
-        for b in buf {
-            next = next.wrapping_add(1);
-            *b = next;
-        }
-    };
-    Conn::new(WebSocket::client(config, entropy), NOW)
 }
 
 #[test]
