@@ -29,12 +29,16 @@
 //!   each frame with `WebSocket::message` (the header inline, the payload
 //!   not copied), pushes it on its connection's queue and drains the queue
 //!   with vectored writes after each burst, or when the queue is full, as
-//!   the adapters do; tungstenite `write`s each message and `flush`es
+//!   the adapters do; `cleave_slice` the same with
+//!   `WebSocket::message_slice`, which copies each header and payload
+//!   straight into the queue's run buffer (no `Bytes` cloned and dropped
+//!   per message); tungstenite `write`s each message and `flush`es
 //!   after each burst; the lower bound writes each header and copies each
 //!   payload straight into the socket's `Vec`.
 //! - `encode_client_128b`: the 128-byte messages written by a client,
 //!   masked: cleave masks each payload into a copy of its own (the one
-//!   copy it makes on purpose) with masks from `cleave_tokio::OsEntropy`;
+//!   copy it makes on purpose) with masks from `cleave_tokio::OsEntropy`,
+//!   `cleave_slice` masks while copying into the queue's run buffer;
 //!   tungstenite masks while copying into its write buffer (masks from
 //!   `rand`); the lower bound masks in the socket's `Vec`, with masks from
 //!   `OsEntropy` as cleave.
@@ -68,6 +72,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use cleave_proto::websocket::{Entropy, Kind, WebSocket, WsConfig, WsEvent};
+use cleave_proto::write::Push;
 use cleave_proto::{Conn, ConnConfig, RecvBufConfig, Refusal};
 use cleave_tokio::OsEntropy;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -336,9 +341,15 @@ fn selected(id: &str) -> bool {
 
 /// Whether any variant of `group` is selected.
 fn wanted(group: &str) -> bool {
-    ["cleave_conn", BIG_BLOCK, "tungstenite", "lower_bound"]
-        .iter()
-        .any(|variant| selected(&format!("{group}/{variant}")))
+    [
+        "cleave_conn",
+        BIG_BLOCK,
+        "cleave_slice",
+        "tungstenite",
+        "lower_bound",
+    ]
+    .iter()
+    .any(|variant| selected(&format!("{group}/{variant}")))
 }
 
 /// A variant under test: one run over all the messages, its result
@@ -758,6 +769,24 @@ fn drain(conn: &mut Conn<WebSocket>, sink: &mut Sink) {
     {}
 }
 
+/// Pushes `frame`, draining the queue into `sink` while it is full.
+#[inline(always)]
+fn push_or_drain<I: Push>(conn: &mut Conn<WebSocket>, mut frame: I, sink: &mut Sink) {
+    loop {
+        match conn.push(frame) {
+            Ok(ticket) => {
+                black_box(ticket);
+                return;
+            }
+            Err(full) => {
+                assert!(!matches!(full.error(), Refusal::Closed), "closed");
+                frame = full.into_value();
+                drain(conn, sink);
+            }
+        }
+    }
+}
+
 /// cleave: each message a frame pushed on the connection's queue; the
 /// queue drained after each burst (or when full). The same for a client,
 /// whose `message` masks the payload into a copy.
@@ -771,20 +800,30 @@ fn cleave_encode(
     let before = sink.written;
     for burst in payloads.chunks(BURST) {
         for payload in burst {
-            let mut frame = conn.protocol_mut().message(kind, payload.clone());
-            loop {
-                match conn.push(frame) {
-                    Ok(ticket) => {
-                        black_box(ticket);
-                        break;
-                    }
-                    Err(full) => {
-                        assert!(!matches!(full.error(), Refusal::Closed), "closed");
-                        frame = full.into_value();
-                        drain(conn, sink);
-                    }
-                }
-            }
+            let frame = conn.protocol_mut().message(kind, payload.clone());
+            push_or_drain(conn, frame, sink);
+        }
+        drain(conn, sink);
+        sink.sent();
+    }
+    sink.written - before
+}
+
+/// cleave from borrowed payloads: each message a `message_slice` frame,
+/// its header and payload copied (a client's masked) into the queue's
+/// run buffer as it is pushed; drained as `cleave_encode`.
+#[inline(never)]
+fn cleave_encode_slice(
+    conn: &mut Conn<WebSocket>,
+    kind: Kind,
+    payloads: &[Bytes],
+    sink: &mut Sink,
+) -> usize {
+    let before = sink.written;
+    for burst in payloads.chunks(BURST) {
+        for payload in burst {
+            let frame = conn.protocol_mut().message_slice(kind, payload);
+            push_or_drain(conn, frame, sink);
         }
         drain(conn, sink);
         sink.sent();
@@ -879,16 +918,20 @@ fn encode(c: &mut Criterion) {
         // all three. From then on the socket drops what went out.
         let mut conn = Conn::new(WebSocket::server(WsConfig::default()), NOW);
         let mut sink = Sink::new(true);
+        let mut slice_conn = Conn::new(WebSocket::server(WsConfig::default()), NOW);
+        let mut slice_sink = Sink::new(true);
         let mut ws = Tungstenite::from_raw_socket(Sink::new(true), Role::Server, None);
         let mut lower = Sink::new(true);
         let wrote = [
             cleave_encode(&mut conn, kind, &payloads, &mut sink),
+            cleave_encode_slice(&mut slice_conn, kind, &payloads, &mut slice_sink),
             tungstenite_encode(&mut ws, &messages),
             lower_bound_encode(&mut lower, kind, &payloads),
         ];
-        assert_eq!(wrote, [want.len(); 3], "{name}");
+        assert_eq!(wrote, [want.len(); 4], "{name}");
         for (variant, socket) in [
             ("cleave_conn", &mut sink),
+            ("cleave_slice", &mut slice_sink),
             ("tungstenite", ws.get_mut()),
             ("lower_bound", &mut lower),
         ] {
@@ -897,14 +940,18 @@ fn encode(c: &mut Criterion) {
         }
 
         let (cleave, _) = allocations(|| cleave_encode(&mut conn, kind, &payloads, &mut sink));
+        let (slice, _) =
+            allocations(|| cleave_encode_slice(&mut slice_conn, kind, &payloads, &mut slice_sink));
         let (tung, _) = allocations(|| tungstenite_encode(&mut ws, &messages));
         let (lower_allocs, _) = allocations(|| lower_bound_encode(&mut lower, kind, &payloads));
         let per = |n: u64| n as f64 / count as f64;
         println!(
             "{name} ({count} messages, {} B), allocations per message: cleave_conn {:.4} \
-             ({cleave} in all), tungstenite {:.4} ({tung}), lower_bound {:.4} ({lower_allocs})",
+             ({cleave} in all), cleave_slice {:.4} ({slice}), tungstenite {:.4} ({tung}), \
+             lower_bound {:.4} ({lower_allocs})",
             want.len(),
             per(cleave),
+            per(slice),
             per(tung),
             per(lower_allocs),
         );
@@ -918,6 +965,17 @@ fn encode(c: &mut Criterion) {
                         kind,
                         black_box(&payloads),
                         &mut sink,
+                    ));
+                }),
+            ),
+            (
+                "cleave_slice",
+                Box::new(|| {
+                    black_box(cleave_encode_slice(
+                        &mut slice_conn,
+                        kind,
+                        black_box(&payloads),
+                        &mut slice_sink,
                     ));
                 }),
             ),
@@ -960,17 +1018,24 @@ fn encode_client(c: &mut Criterion) {
         NOW,
     );
     let mut sink = Sink::new(true);
+    let mut slice_conn = Conn::new(
+        WebSocket::client(WsConfig::default(), OsEntropy::new()),
+        NOW,
+    );
+    let mut slice_sink = Sink::new(true);
     let mut ws = Tungstenite::from_raw_socket(Sink::new(true), Role::Client, None);
     let mut lower = Sink::new(true);
     let mut entropy = OsEntropy::new();
     let wrote = [
         cleave_encode(&mut conn, kind, &payloads, &mut sink),
+        cleave_encode_slice(&mut slice_conn, kind, &payloads, &mut slice_sink),
         tungstenite_encode(&mut ws, &messages),
         lower_bound_encode_masked(&mut lower, &mut entropy, kind, &payloads),
     ];
-    assert_eq!(wrote, [wire_len; 3], "{name}");
+    assert_eq!(wrote, [wire_len; 4], "{name}");
     for (variant, socket) in [
         ("cleave_conn", &mut sink),
+        ("cleave_slice", &mut slice_sink),
         ("tungstenite", ws.get_mut()),
         ("lower_bound", &mut lower),
     ] {
@@ -981,14 +1046,18 @@ fn encode_client(c: &mut Criterion) {
     }
 
     let (cleave, _) = allocations(|| cleave_encode(&mut conn, kind, &payloads, &mut sink));
+    let (slice, _) =
+        allocations(|| cleave_encode_slice(&mut slice_conn, kind, &payloads, &mut slice_sink));
     let (tung, _) = allocations(|| tungstenite_encode(&mut ws, &messages));
     let (lower_allocs, _) =
         allocations(|| lower_bound_encode_masked(&mut lower, &mut entropy, kind, &payloads));
     let per = |n: u64| n as f64 / count as f64;
     println!(
         "{name} ({count} messages, {wire_len} B), allocations per message: cleave_conn {:.4} \
-         ({cleave} in all), tungstenite {:.4} ({tung}), lower_bound {:.4} ({lower_allocs})",
+         ({cleave} in all), cleave_slice {:.4} ({slice}), tungstenite {:.4} ({tung}), \
+         lower_bound {:.4} ({lower_allocs})",
         per(cleave),
+        per(slice),
         per(tung),
         per(lower_allocs),
     );
@@ -1002,6 +1071,17 @@ fn encode_client(c: &mut Criterion) {
                     kind,
                     black_box(&payloads),
                     &mut sink,
+                ));
+            }),
+        ),
+        (
+            "cleave_slice",
+            Box::new(|| {
+                black_box(cleave_encode_slice(
+                    &mut slice_conn,
+                    kind,
+                    black_box(&payloads),
+                    &mut slice_sink,
                 ));
             }),
         ),

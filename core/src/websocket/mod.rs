@@ -8,12 +8,14 @@ mod deflate;
 mod frame;
 mod handshake;
 mod proto;
+mod slice;
 mod utf8;
 
 pub use close::{close_code, close_code_for, is_sendable, CloseFrame};
 pub use config::{WsConfig, DEFAULT_MAX_FRAME, DEFAULT_MAX_MESSAGE, DEFAULT_STREAM_ABOVE};
 pub use frame::OpCode;
 pub use proto::{Assembler, Kind, Part, WebSocket, WsEvent};
+pub use slice::SliceFrame;
 
 #[cfg(feature = "deflate")]
 pub use deflate::{DeflateConfig, DeflateParams};

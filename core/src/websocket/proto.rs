@@ -13,6 +13,7 @@ use crate::websocket::config::WsConfig;
 #[cfg(feature = "deflate")]
 use crate::websocket::deflate::{Deflate, DeflateConfig, DeflateParams};
 use crate::websocket::frame::{self, Head, OpCode};
+use crate::websocket::slice::SliceFrame;
 use crate::websocket::utf8::Utf8;
 use crate::websocket::{Entropy, Role};
 
@@ -271,6 +272,56 @@ impl WebSocket {
         self.frame(true, false, opcode, payload)
     }
 
+    /// A whole message as one frame to push, from a payload the caller
+    /// keeps: pushed, the header and the payload are copied into the write
+    /// queue's run buffer, a client's payload masked in the same pass (its
+    /// one copy). For messages built in a buffer the caller reuses, and
+    /// for small ones, whose payloads the queue copies anyway: no
+    /// [`Bytes`] is made or dropped. With permessage-deflate negotiated the
+    /// message is compressed as by [`message`](Self::message), and the same
+    /// rule on order applies.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cleave_proto::websocket::{Kind, WebSocket, WsConfig};
+    /// use cleave_proto::Conn;
+    ///
+    /// let mut conn = Conn::new(WebSocket::server(WsConfig::default()), Duration::ZERO);
+    /// let mut reply = String::new();
+    /// for n in 0..3 {
+    ///     reply.clear();
+    ///     reply.push_str("tick ");
+    ///     reply.push(char::from(b'0' + n));
+    ///     let frame = conn.protocol_mut().message_slice(Kind::Text, reply.as_bytes());
+    ///     conn.push(frame).expect("room");
+    /// }
+    /// let mut slices = [&[][..]; 4];
+    /// let n = conn.poll_transmit_slices(&mut slices);
+    /// let out = slices[..n].concat();
+    /// assert_eq!(&out[..8], b"\x81\x06tick 0");
+    /// assert_eq!(out.len(), 3 * 8);
+    /// ```
+    #[inline]
+    pub fn message_slice<'a>(&mut self, kind: Kind, payload: &'a [u8]) -> SliceFrame<'a> {
+        let opcode = match kind {
+            Kind::Text => OpCode::Text,
+            Kind::Binary => OpCode::Binary,
+        };
+        #[cfg(feature = "deflate")]
+        if let Some(deflate) = self
+            .deflate
+            .as_mut()
+            .filter(|_| payload.len() >= self.deflate_min)
+        {
+            let compressed = deflate.compress(payload);
+            return SliceFrame::built(self.frame(true, true, opcode, compressed));
+        }
+        let mask = self.draw_mask();
+        let mut head = [0; INLINE_FRAMING];
+        let n = frame::write(&mut head, true, false, opcode, payload.len(), mask);
+        SliceFrame::copied(head, n, mask, payload)
+    }
+
     /// One frame of a message sent in pieces (never compressed): `first`
     /// on the first (which says the kind), `last` on the last.
     #[must_use]
@@ -349,15 +400,21 @@ impl WebSocket {
         self.frame(true, false, OpCode::Close, payload.freeze())
     }
 
+    /// A client's mask for its next frame (a server's frames have none).
+    #[inline]
+    fn draw_mask(&mut self) -> Option<[u8; 4]> {
+        self.entropy.as_mut().map(|entropy| {
+            let mut key = [0; 4];
+            entropy.fill(&mut key);
+            key
+        })
+    }
+
     /// A frame: the header inline; a client's payload masked (in place
     /// when no one else holds it, else into a copy).
     #[inline]
     fn frame(&mut self, fin: bool, rsv1: bool, opcode: OpCode, payload: Bytes) -> Frame {
-        let mask = self.entropy.as_mut().map(|entropy| {
-            let mut key = [0; 4];
-            entropy.fill(&mut key);
-            key
-        });
+        let mask = self.draw_mask();
         let mut head = [0; INLINE_FRAMING];
         let n = frame::write(&mut head, fin, rsv1, opcode, payload.len(), mask);
         let body = match mask {

@@ -95,19 +95,20 @@ struct LaneQueue {
 }
 
 impl LaneQueue {
-    /// Copies a small write into the run buffer; a run holds at most
-    /// `limit` bytes (or one write, if that is larger). The buffer grows by
+    /// The run buffer, with room for `len` more bytes of one push: a run
+    /// holds at most `limit` bytes (or one push, if that is larger), so it
+    /// is sealed first if they would take it past. The buffer grows by
     /// `block` bytes at a time (a run longer than that grows like any
     /// `BytesMut`), so a huge `limit` never reserves memory up front.
     #[inline(always)]
-    fn stage(&mut self, bytes: &[u8], limit: usize, block: usize) {
-        if !self.staging.is_empty() && self.staging.len() + bytes.len() > limit {
+    fn room(&mut self, len: usize, limit: usize, block: usize) -> &mut BytesMut {
+        if !self.staging.is_empty() && self.staging.len() + len > limit {
             self.seal();
         }
-        if self.staging.capacity() - self.staging.len() < bytes.len() {
-            self.staging.reserve(block.min(limit).max(bytes.len()));
+        if self.staging.capacity() - self.staging.len() < len {
+            self.staging.reserve(block.min(limit).max(len));
         }
-        self.staging.extend_from_slice(bytes);
+        &mut self.staging
     }
 
     /// Turns the run buffer's bytes into an entry of their own.
@@ -690,6 +691,37 @@ impl WriteQueue {
         Ok(ticket)
     }
 
+    /// Queues `len` bytes that `fill` writes into the lane's run buffer
+    /// (appending exactly `len` bytes to it): a push built in place, such
+    /// as a WebSocket frame whose header and payload (masked by a client)
+    /// are written straight into the run buffer. `value` is what `fill`
+    /// writes from, and what comes back if the push is refused.
+    #[inline(always)]
+    pub(crate) fn push_filled<T>(
+        &mut self,
+        lane: Lane,
+        value: T,
+        len: usize,
+        fill: impl FnOnce(T, &mut BytesMut),
+    ) -> Result<Ticket, Rejected<T, Refusal>> {
+        if let Err(e) = self.admit(lane, len) {
+            self.refused |= matches!(e, Refusal::Full(_));
+            return Err(Rejected::new(e, value));
+        }
+        let ticket = self.account(lane, len);
+        if len > 0 {
+            let run = self.run_buffer(lane, len);
+            let before = run.len();
+            fill(value, run);
+            debug_assert_eq!(
+                run.len() - before,
+                len,
+                "a fill wrote other than its length"
+            );
+        }
+        Ok(ticket)
+    }
+
     // A refused frame comes back by value: boxing it would allocate on
     // every refusal, and refusals are how backpressure works.
     #[allow(clippy::result_large_err)]
@@ -782,12 +814,18 @@ impl WriteQueue {
     /// urgent lane's in blocks of 1 KiB, its writes being pings and closes.
     #[inline(always)]
     fn stage(&mut self, lane: Lane, bytes: &[u8]) {
+        self.run_buffer(lane, bytes.len()).extend_from_slice(bytes);
+    }
+
+    /// The lane's run buffer, with room for `len` more bytes of one push.
+    #[inline(always)]
+    fn run_buffer(&mut self, lane: Lane, len: usize) -> &mut BytesMut {
         let limit = self.config.coalesce_limit;
         let block = match lane {
             Lane::Bulk => 16 * 1024,
             Lane::Urgent => 1024,
         };
-        self.lane_mut(lane).stage(bytes, limit, block);
+        self.lane_mut(lane).room(len, limit, block)
     }
 
     /// Decides what the next drain hands out, in which order, within the
@@ -899,13 +937,24 @@ impl WriteQueue {
             q.entries.pop_front();
         }
         let mut completed = 0;
-        while let Some(&end) = q.ends.front() {
-            if end > q.written {
-                break;
+        match q.ends.back() {
+            // Everything pushed went out (a drain that kept up): all
+            // complete at once.
+            Some(&last) if last <= q.written => {
+                completed = q.ends.len();
+                q.done = last;
+                q.ends.clear();
             }
-            q.ends.pop_front();
-            q.done = end;
-            completed += 1;
+            _ => {
+                while let Some(&end) = q.ends.front() {
+                    if end > q.written {
+                        break;
+                    }
+                    q.ends.pop_front();
+                    q.done = end;
+                    completed += 1;
+                }
+            }
         }
         if lane == Lane::Bulk {
             let done = u32::try_from(completed).unwrap_or(u32::MAX);
