@@ -170,12 +170,10 @@ where
                     client.close().await?;
                     return Ok(moved);
                 };
-                let client_side = backend.conn_mut().protocol_mut();
-                if request.is_upgrade() {
-                    client_side.expect_upgrade(request.method());
-                } else {
-                    client_side.expect_response(request.method());
-                }
+                backend
+                    .conn_mut()
+                    .protocol_mut()
+                    .expect_response_to(&request);
                 moved.up += request.as_bytes().len() as u64;
                 let safe = matches!(request.method(), "GET" | "HEAD" | "OPTIONS")
                     && request.body() == Body::Empty
@@ -190,6 +188,7 @@ where
                     head,
                     method: request.method().to_owned(),
                     upgrade: request.is_upgrade(),
+                    last: !request.keep_alive(),
                     again: reused && safe,
                     failed: sent.is_err(),
                 });
@@ -336,6 +335,9 @@ struct Forward {
     head: Bytes,
     method: String,
     upgrade: bool,
+    /// The client's last request (`Connection: close`, or HTTP/1.0): the
+    /// backend closes after answering it.
+    last: bool,
     /// Safe to send again on a new connection if the kept one turns out
     /// closed: a GET, HEAD or OPTIONS without a body, on a kept connection.
     again: bool,
@@ -357,6 +359,8 @@ impl Forward {
         let side = backend.conn_mut().protocol_mut();
         if self.upgrade {
             side.expect_upgrade(&self.method);
+        } else if self.last {
+            side.expect_last_response(&self.method);
         } else {
             side.expect_response(&self.method);
         }

@@ -12,7 +12,7 @@ use crate::http1::config::Http1Config;
 use crate::http1::encode;
 use crate::http1::faults::Role;
 use crate::http1::framing::elements;
-use crate::http1::head::{Body, Headers, Response};
+use crate::http1::head::{Body, Headers, Request, Response};
 use crate::http1::parse::{parse_response, Asked};
 use crate::http1::reader::{stuck, HeadSearch};
 use crate::recv_buf::RecvBuf;
@@ -117,7 +117,29 @@ impl Client {
     /// offered no upgrade; record one that did with
     /// [`expect_upgrade`](Self::expect_upgrade).
     pub fn expect_response(&mut self, method: &str) {
-        self.asked.push_back(asked(method, false));
+        self.asked.push_back(asked(method, false, false));
+    }
+
+    /// Records that a request with `method` and `Connection: close` went
+    /// out: its response is the connection's last (RFC 9112, section
+    /// 9.6), whether or not the server says so. The response's
+    /// [`keep_alive`](Response::keep_alive) is false, and nothing is
+    /// parsed after its [`End`](ClientEvent::End).
+    pub fn expect_last_response(&mut self, method: &str) {
+        self.asked.push_back(asked(method, false, true));
+    }
+
+    /// Records that `request` (a head read by a [`Server`](crate::http1::Server)
+    /// or a [`Routed`](crate::http1::Routed) session) went out as it came,
+    /// as a proxy forwards one: its method, whether it offered an upgrade,
+    /// and whether it was the connection's last (`Connection: close`, or
+    /// HTTP/1.0 without keep-alive) frame the response.
+    pub fn expect_response_to(&mut self, request: &Request) {
+        self.asked.push_back(asked(
+            request.method(),
+            request.is_upgrade(),
+            !request.keep_alive(),
+        ));
     }
 
     /// Records that a request offering a protocol upgrade went out
@@ -126,7 +148,7 @@ impl Client {
     /// any other response is framed as for
     /// [`expect_response`](Self::expect_response).
     pub fn expect_upgrade(&mut self, method: &str) {
-        self.asked.push_back(asked(method, true));
+        self.asked.push_back(asked(method, true, false));
     }
 
     /// How many requests wait for their response. A server may close
@@ -140,7 +162,9 @@ impl Client {
 
     /// Encodes a request head (see [`encode::request`](crate::http1::request))
     /// and records it: push the bytes on the connection's queue, then the
-    /// body.
+    /// body. A request whose `Connection` field says `close` is recorded
+    /// as the connection's last
+    /// ([`expect_last_response`](Self::expect_last_response)).
     ///
     /// # Errors
     ///
@@ -153,7 +177,9 @@ impl Client {
         body: Body,
     ) -> Result<Bytes, Error> {
         let head = encode::request(method, target, headers, body)?;
-        self.asked.push_back(asked(method, offers_upgrade(headers)));
+        let close = connection_says(headers, b"close");
+        self.asked
+            .push_back(asked(method, offers_upgrade(headers), close));
         Ok(head)
     }
 
@@ -198,13 +224,14 @@ impl Client {
     }
 }
 
-/// What a client knows of a request with `method` that went out, and
-/// whether it offered an upgrade.
-fn asked(method: &str, upgrade: bool) -> Asked {
+/// What a client knows of a request with `method` that went out: whether
+/// it offered an upgrade, and whether it said `Connection: close`.
+fn asked(method: &str, upgrade: bool, close: bool) -> Asked {
     Asked {
         head: method == "HEAD",
         connect: method == "CONNECT",
         upgrade,
+        close,
     }
 }
 
@@ -214,11 +241,15 @@ fn offers_upgrade(headers: &[(&str, &[u8])]) -> bool {
     let upgrade = headers
         .iter()
         .any(|(name, _)| name.eq_ignore_ascii_case("upgrade"));
-    let connection = headers.iter().any(|(name, value)| {
+    upgrade && connection_says(headers, b"upgrade")
+}
+
+/// Whether a `Connection` field of `headers` holds `option`.
+fn connection_says(headers: &[(&str, &[u8])], option: &[u8]) -> bool {
+    headers.iter().any(|(name, value)| {
         name.eq_ignore_ascii_case("connection")
-            && elements(value).any(|token| token.eq_ignore_ascii_case(b"upgrade"))
-    });
-    upgrade && connection
+            && elements(value).any(|token| token.eq_ignore_ascii_case(option))
+    })
 }
 
 fn fresh() -> State {

@@ -243,6 +243,10 @@ pub(crate) struct Asked {
     /// The request offered an upgrade (`Connection: upgrade` and
     /// `Upgrade`): a 101 switches.
     pub(crate) upgrade: bool,
+    /// The request said `Connection: close`: its exchange is the
+    /// connection's last, whatever the response says (RFC 9112, section
+    /// 9.6).
+    pub(crate) close: bool,
 }
 
 /// A whole response head, answering a request of kind `asked`.
@@ -312,7 +316,7 @@ pub(crate) fn parse_response(
     let mut flags = Flags::default();
     flags.set(
         Flags::KEEP_ALIVE,
-        f.keep_alive(version) && body != Body::UntilClose && !switches,
+        f.keep_alive(version) && body != Body::UntilClose && !switches && !asked.close,
     );
     flags.set(Flags::UPGRADE, switches);
     Ok(ResponseParts {

@@ -1,0 +1,151 @@
+//! The client role: a request that says it is the connection's last
+//! (`Connection: close`, RFC 9112 section 9.6) makes its response the
+//! last one parsed, whether or not the server repeats "close"; each case
+//! fed whole and cut at every point.
+
+use std::time::Duration;
+
+use cleave_proto::http1::{Body, Client, ClientEvent, Server, ServerEvent};
+use cleave_proto::Conn;
+
+const T0: Duration = Duration::ZERO;
+
+/// A response that does not repeat "close", then bytes the server should
+/// not have sent (a second response nobody may parse).
+const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+const AFTER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+
+/// Feeds `ANSWER` then `AFTER` to a client made by `make`, cut at `cut`,
+/// and checks the exchange is the last: `keep_alive` false, nothing
+/// parsed after the end, the rest left in the buffer.
+fn check_last(make: &dyn Fn() -> Client, label: &str) {
+    let input = [ANSWER, AFTER].concat();
+    for cut in 0..=input.len() {
+        let mut conn = Conn::new(make(), T0);
+        let mut events = Vec::new();
+        for piece in [&input[..cut], &input[cut..]] {
+            conn.feed(piece, T0).unwrap();
+            while let Some(event) = conn.poll_event().unwrap() {
+                events.push(event);
+            }
+        }
+        let [ClientEvent::Head(head), rest @ ..] = &events[..] else {
+            panic!("{label} at {cut}: {events:?}")
+        };
+        assert_eq!(head.status(), 200, "{label} at {cut}");
+        assert!(
+            !head.keep_alive(),
+            "{label} at {cut}: the exchange is the last"
+        );
+        let body: Vec<u8> = rest
+            .iter()
+            .filter_map(|e| match e {
+                ClientEvent::Data(d) => Some(d.to_vec()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert_eq!(body, b"ok", "{label} at {cut}");
+        assert_eq!(rest.last(), Some(&ClientEvent::End), "{label} at {cut}");
+        assert_eq!(conn.recv_buf().peek(), AFTER, "{label} at {cut}: kept");
+        assert!(conn.is_finished() || conn.poll_event().unwrap().is_none());
+    }
+}
+
+#[test]
+fn a_request_sent_with_connection_close_is_the_last() {
+    check_last(
+        &|| {
+            let mut client = Client::new();
+            client
+                .request(
+                    "GET",
+                    "/",
+                    &[("Host", b"a"), ("Connection", b"keep-alive, Close")],
+                    Body::Empty,
+                )
+                .unwrap();
+            client
+        },
+        "request",
+    );
+}
+
+#[test]
+fn a_request_recorded_as_the_last_is_the_last() {
+    check_last(
+        &|| {
+            let mut client = Client::new();
+            client.expect_last_response("GET");
+            client
+        },
+        "expect_last_response",
+    );
+}
+
+/// A proxy forwards request heads as they came: the client side learns
+/// from each head whether it was the last.
+#[test]
+fn a_forwarded_request_head_says_whether_it_is_the_last() {
+    let cases: [(&[u8], bool); 4] = [
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+            true,
+        ),
+        (b"GET / HTTP/1.0\r\n\r\n", true),
+        (b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", false),
+        (b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", false),
+    ];
+    for (raw, last) in cases {
+        let mut server = Conn::new(Server::new(), T0);
+        server.feed(raw, T0).unwrap();
+        let Some(ServerEvent::Head(request)) = server.poll_event().unwrap() else {
+            panic!("a request head")
+        };
+        let make = || {
+            let mut client = Client::new();
+            client.expect_response_to(&request);
+            client
+        };
+        if last {
+            check_last(&make, "expect_response_to");
+        } else {
+            // Kept open: the second response is parsed too.
+            let mut client = Conn::new(make(), T0);
+            client.protocol_mut().expect_response("GET");
+            client.feed(&[ANSWER, AFTER].concat(), T0).unwrap();
+            let mut heads = 0;
+            while let Some(event) = client.poll_event().unwrap() {
+                if let ClientEvent::Head(head) = event {
+                    assert!(head.keep_alive());
+                    heads += 1;
+                }
+            }
+            assert_eq!(heads, 2);
+            assert!(client.recv_buf().peek().is_empty());
+        }
+    }
+}
+
+#[test]
+fn a_head_request_that_is_the_last_has_no_body_and_ends_the_parse() {
+    let mut client = Client::new();
+    client
+        .request(
+            "HEAD",
+            "/",
+            &[("Host", b"a"), ("Connection", b"close")],
+            Body::Empty,
+        )
+        .unwrap();
+    let mut conn = Conn::new(client, T0);
+    let input = b"HTTP/1.1 200 OK\r\nContent-Length: 512\r\n\r\nleftover";
+    conn.feed(input, T0).unwrap();
+    let Some(ClientEvent::Head(head)) = conn.poll_event().unwrap() else {
+        panic!("a head")
+    };
+    assert!(!head.keep_alive());
+    assert_eq!(conn.poll_event().unwrap(), Some(ClientEvent::End));
+    assert_eq!(conn.poll_event().unwrap(), None);
+    assert_eq!(conn.recv_buf().peek(), b"leftover");
+}
