@@ -97,3 +97,113 @@ fn outcome(heads: &mut Heads, buf: &mut RecvBuf) -> (Vec<Vec<u8>>, Option<Error>
         }
     }
 }
+
+/// Empty lines before a head count toward `max_head` on their own, as for
+/// a `Server` with the same limit: both refuse at the same line, at the
+/// same offset, whole or a byte at a time; one fewer line is taken.
+#[test]
+fn empty_lines_before_a_head_count_toward_max_head_as_for_the_server() {
+    use cleave_proto::http1::{Http1Config, Server};
+    use cleave_proto::{Conn, Limit};
+    use std::time::Duration;
+
+    let t0 = Duration::ZERO;
+    for (lines, refused) in [(32, false), (33, true), (100, true)] {
+        let mut input = b"\r\n".repeat(lines);
+        input.extend_from_slice(HEAD);
+        let config = Http1Config::default()
+            .max_head(64)
+            .unwrap()
+            .max_headers(16)
+            .unwrap();
+        let mut server = Conn::new(Server::with_config(config), t0);
+        server.feed(&input, t0).unwrap();
+        let served = server.poll_event();
+
+        for step in [input.len(), 1] {
+            let mut heads = Heads::new(64, 16).unwrap();
+            let mut buf = RecvBuf::new();
+            let mut result = (Vec::new(), None);
+            for piece in input.chunks(step) {
+                buf.feed(piece).unwrap();
+                let (frames, error) = outcome(&mut heads, &mut buf);
+                result.0.extend(frames);
+                if error.is_some() {
+                    result.1 = error;
+                    break;
+                }
+            }
+            if refused {
+                let error = result.1.expect("refused");
+                assert!(
+                    matches!(
+                        error,
+                        Error::LimitExceeded {
+                            limit: Limit::HeadLength,
+                            ..
+                        }
+                    ),
+                    "{lines} lines, step {step}: {error:?}"
+                );
+                assert_eq!(served, Err(error), "{lines} lines: as the server");
+                assert!(result.0.is_empty());
+            } else {
+                assert_eq!(result, (vec![HEAD.to_vec()], None), "{lines} lines");
+                assert!(matches!(served, Ok(Some(_))), "{served:?}");
+            }
+        }
+    }
+}
+
+/// Empty lines after the last head are skipped at the end of the stream,
+/// as a server skips them: a clean end, not a truncated frame. A lone CR
+/// is still a truncated line.
+#[test]
+fn empty_lines_after_the_last_head_end_the_stream_cleanly() {
+    for (tail, clean) in [
+        (&b"\r\n"[..], true),
+        (b"\r\n\r\n", true),
+        (b"\r", false),
+        (b"\r\nG", false),
+    ] {
+        let input = [HEAD, tail].concat();
+        let mut heads = Heads::default();
+        let mut buf = RecvBuf::new();
+        buf.feed(&input).unwrap();
+        assert_eq!(heads.decode_eof(&mut buf).unwrap().as_deref(), Some(HEAD));
+        let end = heads.decode_eof(&mut buf);
+        if clean {
+            assert_eq!(end, Ok(None), "{tail:?}");
+            assert!(buf.is_empty());
+        } else {
+            assert!(
+                matches!(end, Err(Error::Truncated { .. })),
+                "{tail:?}: {end:?}"
+            );
+        }
+    }
+}
+
+/// `Heads::new` takes what `RouterConfig::http_limits` takes (its errors
+/// are documented as the same): a `max_head` past 4 GiB too.
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn heads_take_the_limits_the_router_takes() {
+    use cleave_proto::route::RouterConfig;
+    for max_head in [
+        1,
+        4096,
+        u32::MAX as usize,
+        u32::MAX as usize + 1,
+        usize::MAX,
+    ] {
+        let router = RouterConfig::default().http_limits(max_head, 64).is_ok();
+        assert_eq!(Heads::new(max_head, 64).is_ok(), router, "{max_head}");
+    }
+    for (max_head, max_headers) in [(0, 64), (4096, 0), (4096, 100_000)] {
+        assert!(RouterConfig::default()
+            .http_limits(max_head, max_headers)
+            .is_err());
+        assert!(Heads::new(max_head, max_headers).is_err());
+    }
+}

@@ -9,10 +9,13 @@ use bytes::Bytes;
 
 use crate::decoder::{Cut, Decoder, Latch, Step};
 use crate::error::Error;
-use crate::http1::reader::HeadReader;
+use crate::http1::reader::{empty_lines, HeadReader};
 use crate::http1::Http1Config;
 use crate::recv_buf::RecvBuf;
 use crate::sniff::http::{check_limits, DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS};
+
+/// The head parser's largest `max_head`.
+const MAX_HEAD: usize = u32::MAX as usize;
 
 /// A decoder of request heads, for a [`Session`](crate::Session) that
 /// takes an HTTP request's head as a frame, then switches to raw bytes on
@@ -41,13 +44,18 @@ impl Default for Heads {
 }
 
 impl Heads {
-    /// A decoder with limits on bytes and headers per head.
+    /// A decoder with limits on bytes and headers per head. Empty lines
+    /// before a head (skipped, RFC 9112 section 2.2) count toward
+    /// `max_head` on their own, as for a [`Server`](crate::http1::Server).
+    /// A `max_head` past the head parser's range (4 GiB) is taken as
+    /// that range: no buffer holds such a head anyway.
     ///
     /// # Errors
     ///
     /// As [`RouterConfig::http_limits`](crate::route::RouterConfig::http_limits).
     pub fn new(max_head: usize, max_headers: usize) -> Result<Self, Error> {
         check_limits(max_head, max_headers)?;
+        let max_head = max_head.min(MAX_HEAD);
         let config = Http1Config::default()
             .max_head(max_head)?
             .max_headers(max_headers)?
@@ -89,9 +97,17 @@ impl Decoder for Heads {
         self.latch.answer(step, buf)
     }
 
+    /// As `decode`; empty lines after the last head are skipped, as a
+    /// server skips them, and end the stream cleanly.
     fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
         let step = self.step(buf);
+        if matches!(step, Step::NeedMore) {
+            let blank = empty_lines(buf.peek(), &self.config);
+            if blank == buf.len() {
+                buf.advance(blank)?;
+            }
+        }
         self.latch.answer_eof(step, buf)
     }
 }

@@ -133,13 +133,26 @@ impl HeadReader {
         config: &Http1Config,
     ) -> Result<Option<(usize, usize)>, Error> {
         let all = recv.peek();
+        // The empty lines count toward the head's limit on their own, as
+        // for a server (`skip_empty_lines`): refused at the line that
+        // passes it, however the bytes arrive.
+        let max = config.get_max_head();
         let mut skip = 0;
         loop {
-            match &all[skip..] {
-                [b'\r', b'\n', ..] => skip += 2,
-                [b'\n', ..] if config.get_allow_bare_lf() => skip += 1,
+            let n = match &all[skip..] {
+                [b'\r', b'\n', ..] => 2,
+                [b'\n', ..] if config.get_allow_bare_lf() => 1,
                 _ => break,
+            };
+            if skip + n > max {
+                return Err(Error::LimitExceeded {
+                    limit: Limit::HeadLength,
+                    max: max as u64,
+                    attempted: (skip + n) as u64,
+                    offset: recv.offset() + skip as u64,
+                });
             }
+            skip += n;
         }
         let buf = &all[skip..];
         // A CR alone may be the start of an empty line to skip: its LF
@@ -154,6 +167,19 @@ impl HeadReader {
         parse_request(&buf[..len], config)
             .map_err(|bad| self.search.fault(buf, len, Role::Request, bad))?;
         Ok(Some((skip, len)))
+    }
+}
+
+/// The length of the empty lines at the start of `buf` (CRLF, or a bare
+/// LF where `config` allows it).
+pub(crate) fn empty_lines(buf: &[u8], config: &Http1Config) -> usize {
+    let mut skip = 0;
+    loop {
+        match &buf[skip..] {
+            [b'\r', b'\n', ..] => skip += 2,
+            [b'\n', ..] if config.get_allow_bare_lf() => skip += 1,
+            _ => return skip,
+        }
     }
 }
 
