@@ -42,7 +42,12 @@ use crate::reset::Reset;
 /// tokio's clock: when one runs out the stream gives
 /// [`Error::TimedOut`](cleave_proto::Error::TimedOut), after shutting the
 /// write half down or making the close a reset ([`Reset`]), as the protocol
-/// chose. Drop the connection then.
+/// chose. Drop the connection then. Before a clean close's FIN, what is
+/// still queued goes out while the peer takes it; a peer that takes
+/// nothing more for an idle span gets a reset instead (the linger of
+/// [`Timeouts`](cleave_proto::Timeouts)), so it never reads part of a
+/// response as a whole one. A protocol's final error waits for
+/// its queued bytes the same way.
 ///
 /// Memory follows readiness: a buffer that holds no block reads into a
 /// small buffer on the stack first (2 KiB) and keeps what came in a block
@@ -233,15 +238,21 @@ where
         self.conn.check_written()
     }
 
-    /// Ends the stream with `e`, after doing what the write side can do
-    /// now (a timeout's last reply, its FIN or reset).
-    fn end_with(&mut self, cx: &mut Context<'_>, e: ConnError) -> ConnError {
+    /// Ends the stream with `e` once the write side did what it owes: what
+    /// is queued (a timeout's last reply, the rest of a response) goes out
+    /// while the peer takes it, then the FIN; a peer that takes nothing
+    /// until the linger deadline gets a reset instead (see
+    /// [`Timeouts`](cleave_proto::Timeouts)). Handed out sooner, the error
+    /// would let the connection be dropped with bytes queued and nothing
+    /// shut down: a clean FIN after part of a response.
+    fn poll_end_with(&mut self, cx: &mut Context<'_>, e: ConnError) -> Poll<ConnError> {
         if self.conn.wants_write() {
-            // An error here adds nothing to the one being reported.
-            let _ = self.poll_drain(cx);
+            // A write that fails ends it (the core drops what is queued);
+            // its error adds nothing to the one being reported.
+            let _ = ready!(self.poll_drain(cx));
         }
         self.ended = true;
-        e
+        Poll::Ready(e)
     }
 }
 
@@ -261,7 +272,9 @@ where
             match this.conn.poll_event() {
                 Ok(Some(event)) => return Poll::Ready(Some(Ok(event))),
                 Ok(None) => {}
-                Err(e) => return Poll::Ready(Some(Err(this.end_with(cx, e.into())))),
+                // The core gives its error again at the next poll, while
+                // the write side is still at work.
+                Err(e) => return this.poll_end_with(cx, e.into()).map(|e| Some(Err(e))),
             }
             match ready!(poll_turn(&mut this.io, &mut this.conn, &mut this.clock, cx)) {
                 Ok(Turn::Finished) => this.ended = true,
