@@ -305,3 +305,53 @@ fn a_close_wakes_the_senders_and_a_flush_after_a_failure_fails() {
     let _ = shared.fail(io::ErrorKind::ConnectionReset.into(), NOW);
     assert!(matches!(shared.flush_target(), Err(WriteError::Failed(_))));
 }
+
+/// A failure that dropped nothing (the socket failed reading after
+/// everything queued was written and flushed) does not fail a flush asked
+/// for after it: there is nothing it could not do.
+#[test]
+fn a_flush_after_a_failure_that_dropped_nothing_is_ok() {
+    let mut shared = lines(1 << 20);
+    let (_, waker) = task();
+    let cx = Context::from_waker(&waker);
+    shared
+        .push(Lane::Bulk, Bytes::from_static(b"one\n"))
+        .unwrap();
+    let target = shared.flush_target().unwrap();
+    assert!(shared.poll_flushed(&cx, target).is_pending());
+    let mut out = Vec::new();
+    let flush_at = write_turn(&mut shared, 64, &mut out).expect("a flush is due");
+    shared.did_flush(flush_at);
+
+    let _ = shared.fail(io::ErrorKind::ConnectionReset.into(), NOW);
+    let target = shared.flush_target();
+    assert!(target.is_ok(), "{target:?}");
+    assert!(matches!(
+        shared.poll_flushed(&cx, target.unwrap()),
+        Poll::Ready(Ok(()))
+    ));
+}
+
+/// A failed write drops the queue before the driver reports the failure:
+/// the queue then looks empty, and a flush asked for after it still fails
+/// (what was queued will never go out).
+#[test]
+fn a_flush_after_a_failed_write_that_dropped_bytes_fails() {
+    let mut shared = lines(1 << 20);
+    shared
+        .push(Lane::Bulk, Bytes::from_static(b"one\ntwo\n"))
+        .unwrap();
+    let mut out = Vec::new();
+    write_turn(&mut shared, 4, &mut out);
+    assert_eq!(out, b"one\n");
+
+    // The driver's write fails: the core drops the rest, then the failure
+    // is shared.
+    shared.conn_mut().handle_write_error(NOW);
+    assert!(shared.conn().queue().is_flushed(), "the queue looks empty");
+    let _ = shared.fail(io::ErrorKind::BrokenPipe.into(), NOW);
+    assert!(matches!(
+        shared.flush_target(),
+        Err(WriteError::Failed(e)) if e.kind() == io::ErrorKind::BrokenPipe
+    ));
+}

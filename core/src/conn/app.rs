@@ -52,6 +52,15 @@ impl<P> Conn<P> {
             _ => None,
         }
     }
+
+    /// Whether the write side dropped what was queued: a reset (asked for
+    /// or done), or a failed write.
+    pub(crate) fn is_queue_dropped(&self) -> bool {
+        matches!(
+            self.write,
+            WriteSide::Resetting | WriteSide::Reset | WriteSide::Failed
+        )
+    }
 }
 
 impl<P: Protocol> Conn<P> {

@@ -410,15 +410,6 @@ impl<P: Protocol> Conn<P> {
         }
     }
 
-    /// Whether the write side dropped what was queued: a reset (asked for
-    /// or done), or a failed write.
-    pub(crate) fn is_queue_dropped(&self) -> bool {
-        matches!(
-            self.write,
-            WriteSide::Resetting | WriteSide::Reset | WriteSide::Failed
-        )
-    }
-
     /// Does what [`poll_shutdown`](Self::poll_shutdown) asks, if anything,
     /// with `shut`, for drivers whose shutdown does not wait. Neither is
     /// tried again: a failed shutdown of the write half fails writing (as

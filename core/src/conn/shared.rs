@@ -66,7 +66,8 @@ pub struct Shared<P> {
     events_alive: bool,
     /// The socket failed (reading or writing).
     failed: Option<Arc<io::Error>>,
-    /// A failure dropped bytes before they were written and flushed.
+    /// A failure dropped bytes before they were written and flushed (or
+    /// the write side had dropped them already: a failed write, a reset).
     lost: bool,
     /// The driver stopped.
     done: bool,
@@ -180,9 +181,12 @@ impl<P> Shared<P> {
     }
 
     /// The queue is about to be dropped: whether that loses bytes not yet
-    /// written and flushed.
+    /// written and flushed. A queue the write side dropped already (a
+    /// failed write, a reset) lost what it held, though it now looks
+    /// empty.
     fn note_loss(&mut self) {
-        self.lost |= !self.waiters.flushed().covers(self.conn.queue().end_marks());
+        self.lost |= self.conn.is_queue_dropped()
+            || !self.waiters.flushed().covers(self.conn.queue().end_marks());
     }
 
     fn wake_driver(&mut self) {
@@ -341,7 +345,14 @@ impl<P: Protocol> Shared<P> {
     /// not fail it; and one asked for before is answered by
     /// [`poll_flushed`](Self::poll_flushed): done is done.
     pub fn flush_target(&self) -> Result<Marks, WriteError> {
-        if self.lost || self.conn.is_queue_dropped() {
+        // Once the socket failed, `lost` says whether that dropped
+        // anything: its write side is marked failed either way.
+        let dropped = if self.failed.is_some() {
+            self.lost
+        } else {
+            self.conn.is_queue_dropped()
+        };
+        if dropped {
             return Err(self.failure().unwrap_or(WriteError::Closed));
         }
         Ok(self.conn.queue().end_marks())
