@@ -80,8 +80,9 @@ pub struct Conn<S, P> {
     /// may go on (an owed reply, the bytes behind it) with no new event,
     /// so it is asked again at once (`deadline` is now).
     repoll: bool,
-    /// The socket had a writable (or error) event: a connect, if there
-    /// was one, is over, and a FIN may go ([`Socket::is_connecting`]).
+    /// The socket had a writable (or error) event and said that a
+    /// connect, if there was one, is over: a FIN may go
+    /// ([`Socket::is_connecting`]).
     writable_seen: bool,
 }
 
@@ -139,7 +140,11 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
                 !event.is_read_closed() && !event.is_error() && self.io.short_read_drains();
             read = self.read(events, shortcut);
         }
-        self.writable_seen |= event.is_writable() || event.is_write_closed() || event.is_error();
+        if !self.writable_seen
+            && (event.is_writable() || event.is_write_closed() || event.is_error())
+        {
+            read = self.check_connect(read);
+        }
         // Even when the read failed: a writable edge comes once, and an
         // answer to the bad input may be queued.
         if event.is_writable() || event.is_write_closed() {
@@ -155,6 +160,35 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
             self.on_writable()?;
         }
         read
+    }
+
+    /// After a writable (or error) event, until one showed it: whether
+    /// the socket's connect, if it had one, is over. The event alone does
+    /// not say so: tokens are reused, and an event still queued for a
+    /// removed connection reaches the new one, which may still be
+    /// connecting. The socket does (mio's steps after a connect's event):
+    /// it has a peer, or it failed. A read that failed took its error; if
+    /// none did, [`Socket::take_error`] takes it, and it is the read's
+    /// failure, as a read would have reported it.
+    fn check_connect(
+        &mut self,
+        read: Result<ReadOutcome, ConnError>,
+    ) -> Result<ReadOutcome, ConnError> {
+        // A read that failed (the socket's error) or broke the protocol
+        // (bytes came) was on a socket that is not connecting.
+        if read.is_err() || !self.io.is_connecting() {
+            self.writable_seen = true;
+            return read;
+        }
+        match self.io.take_error() {
+            // Still connecting: the event was another socket's.
+            Ok(None) => read,
+            Ok(Some(e)) | Err(e) => {
+                self.writable_seen = true;
+                self.conn.handle_read_error(self.now());
+                Err(ConnError::Io(e))
+            }
+        }
     }
 
     /// Reads until the socket would block, the core wants no more bytes

@@ -42,8 +42,10 @@ use crate::socket::Socket;
 /// A token is reused once its connection is removed. An event still queued
 /// for the old connection then reaches the new one; with edge-triggered
 /// readiness that is harmless (the new connection reads, finds nothing and
-/// waits), but a loop that must tell them apart can use a first token per
-/// generation or its own map.
+/// waits, and a socket still connecting is asked whether its connect is
+/// over rather than told: see [`Socket::is_connecting`]), but a loop that
+/// must tell them apart can use a first token per generation or its own
+/// map.
 pub struct Conns<S, P> {
     slab: Slab<Conn<S, P>>,
     first: usize,

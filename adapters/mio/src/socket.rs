@@ -49,11 +49,27 @@ pub trait Socket: Read + Write {
     /// Whether the socket has no peer yet: a connect still under way (a
     /// `TcpStream::connect` before its first writable event). A shutdown
     /// then would abort the connect (Linux drops a connection shut down
-    /// in SYN_SENT), so the FIN waits for the socket's first writable
-    /// event. The connection asks only until such an event came. False by
-    /// default.
+    /// in SYN_SENT), so the FIN waits for the socket's writable event.
+    /// The connection asks on writable (or error) events, and before a
+    /// FIN, until the socket says its connect is over: an event alone
+    /// does not (a removed connection's, still queued, may reach a new
+    /// one under the same token). False by default.
     fn is_connecting(&self) -> bool {
         false
+    }
+
+    /// Takes the socket's pending error (`SO_ERROR`), if it has one: how a
+    /// connect that [`is_connecting`](Self::is_connecting) still says has
+    /// no peer failed (refused, reset, unreachable). The connection asks
+    /// only then, on a writable (or error) event, and reports what it
+    /// takes as the socket's failure: implement it along with
+    /// `is_connecting`. `None` by default.
+    ///
+    /// # Errors
+    ///
+    /// What the OS says when asked.
+    fn take_error(&self) -> io::Result<Option<io::Error>> {
+        Ok(None)
     }
 }
 
@@ -96,6 +112,10 @@ impl Socket for mio::net::TcpStream {
 
     fn is_connecting(&self) -> bool {
         matches!(self.peer_addr(), Err(e) if e.kind() == io::ErrorKind::NotConnected)
+    }
+
+    fn take_error(&self) -> io::Result<Option<io::Error>> {
+        mio::net::TcpStream::take_error(self)
     }
 }
 

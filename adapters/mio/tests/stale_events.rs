@@ -1,0 +1,182 @@
+//! `Conns` reuses a removed connection's token, and an event still queued
+//! for the old connection then reaches the new one. A stale writable
+//! event does not tell a new socket that is still connecting that its
+//! connect is over: the socket is asked, so a `close()` right after waits
+//! for the connect instead of shutting the socket down in SYN_SENT (which
+//! would abort it).
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cleave_mio::{Conn, Conns};
+use cleave_proto::{Bytes, Raw};
+use mio::{Events, Poll, Token};
+
+const BOUND: Duration = Duration::from_secs(6);
+
+/// A backend listener whose accept queue is full: the next connect's SYN
+/// is dropped (and retried by the kernel ~1 s later). As in connecting.rs.
+fn full_backend() -> (std::net::TcpListener, SocketAddr, std::net::TcpStream) {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    socket.bind(&addr.into()).unwrap();
+    socket.listen(0).unwrap();
+    let listener: std::net::TcpListener = socket.into();
+    let addr = listener.local_addr().unwrap();
+    let filler = std::net::TcpStream::connect(addr).unwrap();
+    thread::sleep(Duration::from_millis(50));
+    (listener, addr, filler)
+}
+
+/// Accepts the filler, then waits (at most `BOUND`) for the next
+/// connection: the proxy's.
+fn accept_after_filler(listener: &std::net::TcpListener) -> Option<std::net::TcpStream> {
+    let (filler, _) = listener.accept().unwrap();
+    drop(filler);
+    listener.set_nonblocking(true).unwrap();
+    let start = Instant::now();
+    while start.elapsed() < BOUND {
+        match listener.accept() {
+            Ok((socket, _)) => {
+                socket.set_nonblocking(false).unwrap();
+                socket.set_read_timeout(Some(BOUND)).unwrap();
+                return Some(socket);
+            }
+            Err(_) => thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    None
+}
+
+#[test]
+fn a_stale_writable_event_on_a_reused_token_does_not_abort_a_connecting_socket() {
+    let mut poll = Poll::new().unwrap();
+    let mut events = Events::with_capacity(16);
+    let mut conns: Conns<mio::net::TcpStream, Raw> = Conns::starting_at(Token(10));
+
+    // The old connection: connected, with an answer queued (so it is
+    // registered for WRITABLE and the poll reports it writable).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (old, _) = listener.accept().unwrap();
+    old.set_nonblocking(true).unwrap();
+    let mut old = Conn::new(mio::net::TcpStream::from_std(old), Raw::new());
+    old.conn_mut().push(Bytes::from_static(b"bye\n")).unwrap();
+    let token = conns
+        .insert(poll.registry(), old)
+        .map_err(|(e, _)| e)
+        .unwrap();
+    let start = Instant::now();
+    while events.iter().all(|e| e.token() != token) && start.elapsed() < BOUND {
+        poll.poll(&mut events, Some(Duration::from_millis(50)))
+            .unwrap();
+    }
+    assert!(
+        events.iter().any(|e| e.token() == token && e.is_writable()),
+        "the old connection's writable event"
+    );
+
+    // Before that event is handled (another event of the same batch ended
+    // the old connection, and a backend connect took its token)...
+    let old = conns.remove(poll.registry(), token).unwrap();
+    drop(old);
+    drop(peer);
+    let (backend_listener, backend_addr, _filler) = full_backend();
+    let backend = mio::net::TcpStream::connect(backend_addr).unwrap();
+    let new_token = conns
+        .insert(poll.registry(), Conn::new(backend, Raw::new()))
+        .map_err(|(e, _)| e)
+        .unwrap();
+    assert_eq!(new_token, token, "the token is reused");
+
+    // ...the stale event reaches the new, still connecting, connection.
+    for event in events.iter().filter(|e| e.token() == token) {
+        let mut out = Vec::new();
+        let _ = conns.get_mut(token).unwrap().on_event(event, &mut out);
+    }
+
+    let backend_thread = thread::spawn(move || {
+        let mut socket = accept_after_filler(&backend_listener)?;
+        let mut upload = Vec::new();
+        let end = socket.read_to_end(&mut upload);
+        let _ = socket.write_all(b"220 banner\n");
+        Some((upload, end.is_ok()))
+    });
+
+    // The client has nothing to say and half-closes: close the backend side.
+    let conn = conns.get_mut(token).unwrap();
+    conn.close();
+    let _ = conn.on_writable();
+    conns.settle(poll.registry(), token).unwrap();
+
+    let (mut got, mut error) = (Vec::new(), None);
+    let start = Instant::now();
+    while conns.contains(token) && start.elapsed() < BOUND + BOUND {
+        poll.poll(&mut events, Some(Duration::from_millis(50)))
+            .unwrap();
+        for event in &events {
+            let Some(conn) = conns.get_mut(event.token()) else {
+                continue;
+            };
+            let mut out = Vec::new();
+            if let Err(e) = conn.on_event(event, &mut out) {
+                error = Some(e.to_string());
+                let _ = conn.reset();
+            }
+            got.extend(out.iter().flat_map(|b: &Bytes| b.iter().copied()));
+            let _ = conn.on_writable();
+        }
+        if let Some(conn) = conns.get_mut(token) {
+            let _ = conn.on_writable();
+        }
+        conns.settle(poll.registry(), token).unwrap();
+    }
+    drop(conns);
+    let backend = backend_thread.join().unwrap();
+    assert_eq!(
+        backend,
+        Some((Vec::new(), true)),
+        "the backend never got the connection: the stale event let the half-close abort the connect \
+         (the new connection's error: {error:?})"
+    );
+    assert_eq!(
+        (String::from_utf8_lossy(&got), error),
+        ("220 banner\n".into(), None)
+    );
+}
+
+/// The other way a connect ends: it fails. On a connection that does not
+/// read (paused), no read takes the socket's error, so the writable (or
+/// error) event that says the connect is over is asked about it, and the
+/// refusal comes out of `on_event` as the connection's error.
+#[test]
+fn a_refused_connect_is_the_connections_error_even_when_it_does_not_read() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap();
+    drop(closed);
+    let mut poll = Poll::new().unwrap();
+    let mut events = Events::with_capacity(16);
+    let mut conn = Conn::new(mio::net::TcpStream::connect(addr).unwrap(), Raw::new());
+    conn.pause_reading(true);
+    conn.close();
+    let _ = conn.on_writable();
+    conn.register(poll.registry(), Token(0)).unwrap();
+
+    let mut error = None;
+    let start = Instant::now();
+    while error.is_none() && start.elapsed() < BOUND {
+        poll.poll(&mut events, Some(Duration::from_millis(50)))
+            .unwrap();
+        for event in &events {
+            if let Err(e) = conn.on_event(event, &mut Vec::new()) {
+                error = Some(e);
+            }
+        }
+    }
+    assert!(
+        matches!(&error, Some(cleave_mio::ConnError::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused),
+        "{error:?}"
+    );
+}
