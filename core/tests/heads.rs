@@ -184,6 +184,40 @@ fn empty_lines_after_the_last_head_end_the_stream_cleanly() {
     }
 }
 
+/// A head cut short after empty lines is reported as a server reports
+/// it: the empty lines skipped, the truncated head's bytes and offset.
+#[test]
+fn a_truncated_head_after_empty_lines_is_reported_as_the_server_reports_it() {
+    use cleave_proto::http1::{Server, ServerEvent};
+    use cleave_proto::Conn;
+    use std::time::Duration;
+
+    let t0 = Duration::ZERO;
+    for tail in [&b"\r\nGET / HT"[..], b"\r\n\r\n\r", b"\r\n\r\nG"] {
+        let input = [HEAD, tail].concat();
+        let mut server = Conn::new(Server::new(), t0);
+        server.feed(&input, t0).unwrap();
+        server.handle_eof(t0);
+        let served = loop {
+            match server.poll_event() {
+                Ok(Some(ServerEvent::Head(_) | ServerEvent::End)) => {}
+                other => break other,
+            }
+        };
+
+        let mut heads = Heads::default();
+        let mut buf = RecvBuf::new();
+        buf.feed(&input).unwrap();
+        assert_eq!(heads.decode_eof(&mut buf).unwrap().as_deref(), Some(HEAD));
+        let end = heads.decode_eof(&mut buf);
+        assert!(
+            matches!(end, Err(Error::Truncated { .. })),
+            "{tail:?}: {end:?}"
+        );
+        assert_eq!(end.map(|_| None), served, "{tail:?}");
+    }
+}
+
 /// `Heads::new` takes what `RouterConfig::http_limits` takes (its errors
 /// are documented as the same): a `max_head` past 4 GiB too.
 #[cfg(target_pointer_width = "64")]

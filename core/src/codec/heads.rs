@@ -98,15 +98,15 @@ impl Decoder for Heads {
     }
 
     /// As `decode`; empty lines after the last head are skipped, as a
-    /// server skips them, and end the stream cleanly.
+    /// server skips them: alone, they end the stream cleanly; before a
+    /// head cut short, the truncated head is what is reported (its bytes
+    /// and offset), as a server reports it.
     fn decode_eof(&mut self, buf: &mut RecvBuf) -> Result<Option<Bytes>, Error> {
         self.latch.check()?;
         let step = self.step(buf);
         if matches!(step, Step::NeedMore) {
             let blank = empty_lines(buf.peek(), &self.config);
-            if blank == buf.len() {
-                buf.advance(blank)?;
-            }
+            buf.advance(blank)?;
         }
         self.latch.answer_eof(step, buf)
     }
