@@ -186,9 +186,7 @@ where
                     target,
                     chunked: request.body() == Body::Chunked,
                     head,
-                    method: request.method().to_owned(),
-                    upgrade: request.is_upgrade(),
-                    last: !request.keep_alive(),
+                    request: request.clone(),
                     again: reused && safe,
                     failed: sent.is_err(),
                 });
@@ -333,11 +331,9 @@ struct Forward {
     target: usize,
     chunked: bool,
     head: Bytes,
-    method: String,
-    upgrade: bool,
-    /// The client's last request (`Connection: close`, or HTTP/1.0): the
-    /// backend closes after answering it.
-    last: bool,
+    /// The request's head as read: what its answer is framed for (HEAD,
+    /// CONNECT, an upgrade, the client's last request).
+    request: Request,
     /// Safe to send again on a new connection if the kept one turns out
     /// closed: a GET, HEAD or OPTIONS without a body, on a kept connection.
     again: bool,
@@ -356,14 +352,10 @@ impl Forward {
     where
         S: AsyncRead + AsyncWrite + Reset + Unpin,
     {
-        let side = backend.conn_mut().protocol_mut();
-        if self.upgrade {
-            side.expect_upgrade(&self.method);
-        } else if self.last {
-            side.expect_last_response(&self.method);
-        } else {
-            side.expect_response(&self.method);
-        }
+        backend
+            .conn_mut()
+            .protocol_mut()
+            .expect_response_to(&self.request);
         let sent = backend.send(self.head.clone()).await;
         let flushed = match sent {
             Ok(_) => backend.flush().await,
