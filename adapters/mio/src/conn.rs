@@ -9,7 +9,7 @@ use mio::event::Source;
 use mio::{Interest, Registry, Token};
 
 use crate::error::ConnError;
-use crate::socket::Socket;
+use crate::socket::{connect_over, Socket};
 
 /// What a [`Conn::on_readable`] call did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -80,9 +80,10 @@ pub struct Conn<S, P> {
     /// may go on (an owed reply, the bytes behind it) with no new event,
     /// so it is asked again at once (`deadline` is now).
     repoll: bool,
-    /// The socket had a writable (or error) event and said that a
-    /// connect, if there was one, is over: a FIN may go
-    /// ([`Socket::is_connecting`]).
+    /// The socket showed that a connect, if it had one, is over: a
+    /// writable (or error) event came and the socket agreed, or a read
+    /// gave bytes or the end of its stream (a connecting socket gives
+    /// neither). A FIN may go ([`Socket::is_connecting`]).
     writable_seen: bool,
 }
 
@@ -163,27 +164,26 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
     }
 
     /// After a writable (or error) event, until one showed it: whether
-    /// the socket's connect, if it had one, is over. The event alone does
-    /// not say so: tokens are reused, and an event still queued for a
-    /// removed connection reaches the new one, which may still be
-    /// connecting. The socket does (mio's steps after a connect's event):
-    /// it has a peer, or it failed. A read that failed took its error; if
-    /// none did, [`Socket::take_error`] takes it, and it is the read's
-    /// failure, as a read would have reported it.
+    /// the socket's connect, if it had one, is over ([`connect_over`]: an
+    /// event alone does not say so, the socket does). A read that failed
+    /// took its error; if none did, the error [`Socket::take_error`]
+    /// takes is the read's failure, as a read would have reported it.
     fn check_connect(
         &mut self,
         read: Result<ReadOutcome, ConnError>,
     ) -> Result<ReadOutcome, ConnError> {
         // A read that failed (the socket's error) or broke the protocol
         // (bytes came) was on a socket that is not connecting.
-        if read.is_err() || !self.io.is_connecting() {
+        if read.is_err() {
             self.writable_seen = true;
             return read;
         }
-        match self.io.take_error() {
-            // Still connecting: the event was another socket's.
-            Ok(None) => read,
-            Ok(Some(e)) | Err(e) => {
+        match connect_over(&self.io) {
+            Ok(over) => {
+                self.writable_seen = over;
+                read
+            }
+            Err(e) => {
                 self.writable_seen = true;
                 self.conn.handle_read_error(self.now());
                 Err(ConnError::Io(e))
@@ -235,7 +235,12 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
                 }
             });
             let n = match read {
-                Ok(Some(n)) => n,
+                Ok(Some(n)) => {
+                    // Bytes or the end of the stream: no connecting socket
+                    // gives either (one closed both ways has no peer either).
+                    self.writable_seen = true;
+                    n
+                }
                 Ok(None) => {
                     self.went_idle();
                     break;

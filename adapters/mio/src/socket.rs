@@ -50,19 +50,22 @@ pub trait Socket: Read + Write {
     /// `TcpStream::connect` before its first writable event). A shutdown
     /// then would abort the connect (Linux drops a connection shut down
     /// in SYN_SENT), so the FIN waits for the socket's writable event.
-    /// The connection asks on writable (or error) events, and before a
-    /// FIN, until the socket says its connect is over: an event alone
-    /// does not (a removed connection's, still queued, may reach a new
-    /// one under the same token). False by default.
+    /// A [`Conn`](crate::Conn) or a `Tunnel` asks on writable (or error)
+    /// events, and before a FIN, until the socket says its connect is
+    /// over: an event alone does not (a removed source's, still queued,
+    /// may reach a new one under the same token). A read that gives bytes
+    /// or the end of the stream says so too: a socket closed both ways
+    /// has no peer either, and mio's `TcpStream` tells it apart that way.
+    /// False by default.
     fn is_connecting(&self) -> bool {
         false
     }
 
     /// Takes the socket's pending error (`SO_ERROR`), if it has one: how a
     /// connect that [`is_connecting`](Self::is_connecting) still says has
-    /// no peer failed (refused, reset, unreachable). The connection asks
-    /// only then, on a writable (or error) event, and reports what it
-    /// takes as the socket's failure: implement it along with
+    /// no peer failed (refused, reset, unreachable). A [`Conn`](crate::Conn)
+    /// or a `Tunnel` asks only then, on a writable (or error) event, and
+    /// reports what it takes as the socket's failure: implement it along with
     /// `is_connecting`. `None` by default.
     ///
     /// # Errors
@@ -70,6 +73,23 @@ pub trait Socket: Read + Write {
     /// What the OS says when asked.
     fn take_error(&self) -> io::Result<Option<io::Error>> {
         Ok(None)
+    }
+}
+
+/// After a writable (or error) event: whether `socket`'s connect, if it
+/// had one, is over. The event alone does not say so: tokens are reused,
+/// and an event still queued for a removed source reaches the new one,
+/// which may still be connecting. The socket does (mio's steps after a
+/// connect's event): it has a peer (`true`), it failed (the error
+/// [`Socket::take_error`] takes, or the one it gives), or it is still
+/// connecting (`false`: the event was another socket's).
+pub(crate) fn connect_over<S: Socket + ?Sized>(socket: &S) -> io::Result<bool> {
+    if !socket.is_connecting() {
+        return Ok(true);
+    }
+    match socket.take_error() {
+        Ok(None) => Ok(false),
+        Ok(Some(e)) | Err(e) => Err(e),
     }
 }
 

@@ -9,7 +9,7 @@ use cleave_proto::Bytes;
 use mio::event::{Event, Source};
 use mio::{Interest, Registry, Token};
 
-use crate::Socket;
+use crate::socket::{connect_over, Socket};
 use cleave_splice::{is_unsupported, Lease, Pipes};
 
 /// Each direction's buffer when it copies.
@@ -75,6 +75,12 @@ pub enum Side {
 /// socket taken from a [`Conn`](crate::Conn) must have been deregistered,
 /// or [`register`](Self::register) moves its registration to the new
 /// token.
+///
+/// The tokens are the loop's. An event still queued for a source the loop
+/// removed may reach the tunnel under a token it reused; with
+/// edge-triggered readiness that is harmless (the side finds nothing to
+/// read or write and waits, and a side still connecting is asked whether
+/// its connect is over rather than told: see [`Socket::is_connecting`]).
 #[derive(Debug)]
 pub struct Tunnel<C, B> {
     client: C,
@@ -95,9 +101,11 @@ pub struct Tunnel<C, B> {
 struct Ready {
     read: bool,
     write: bool,
-    /// An event said writable (or failed): a connect, if there was one,
-    /// is over, and a FIN may go ([`Socket::is_connecting`]).
-    write_seen: bool,
+    /// The socket showed that a connect, if it had one, is over: a
+    /// writable (or error) event came and the socket agreed, or a read
+    /// gave bytes or the end of its stream (a connecting socket gives
+    /// neither). A FIN may go ([`Socket::is_connecting`]).
+    connect_done: bool,
 }
 
 impl<C, B> Tunnel<C, B>
@@ -115,7 +123,7 @@ where
         let ready = Ready {
             read: true,
             write: true,
-            write_seen: false,
+            connect_done: false,
         };
         Self {
             client,
@@ -154,15 +162,39 @@ where
     /// can be moved. Returns `true` when a direction spent its
     /// [budget](Self::set_budget): call [`on_ready`](Self::on_ready)
     /// again (after serving the others), as no event will say so.
+    ///
+    /// A writable (or error) event for a socket that was still connecting
+    /// does not tell it that its connect is over: the socket is asked
+    /// ([`Socket::is_connecting`], then [`Socket::take_error`]), as an
+    /// event still queued for a source removed from the loop may come
+    /// under the token it reused. A connect that failed fails the tunnel
+    /// with its error.
     pub fn on_event(&mut self, side: Side, event: &Event) -> bool {
-        let ready = match side {
+        let writable = event.is_writable() || event.is_write_closed() || event.is_error();
+        let ready = self.ready_mut(side);
+        ready.read |= event.is_readable() || event.is_read_closed() || event.is_error();
+        ready.write |= writable;
+        if writable && !ready.connect_done && self.result.is_none() {
+            let over = match side {
+                Side::Client => connect_over(&self.client),
+                Side::Backend => connect_over(&self.backend),
+            };
+            match over {
+                Ok(over) => self.ready_mut(side).connect_done = over,
+                Err(e) => {
+                    self.fail(e);
+                    return false;
+                }
+            }
+        }
+        self.on_ready()
+    }
+
+    fn ready_mut(&mut self, side: Side) -> &mut Ready {
+        match side {
             Side::Client => &mut self.client_ready,
             Side::Backend => &mut self.backend_ready,
-        };
-        ready.read |= event.is_readable() || event.is_read_closed() || event.is_error();
-        ready.write |= event.is_writable() || event.is_write_closed() || event.is_error();
-        ready.write_seen |= ready.write;
-        self.on_ready()
+        }
     }
 
     /// Moves what can be moved without a new event. Returns `true` when a
@@ -182,26 +214,28 @@ where
             ..
         } = self;
         let mut more = false;
-        let up_step = up.step(
-            client,
-            &mut client_ready.read,
-            backend,
-            (&mut backend_ready.write, backend_ready.write_seen),
-            *budget,
-            true,
-        );
+        let backend_done = backend_ready.connect_done;
+        let mut up_step = up.step(client, client_ready, backend, backend_ready, *budget, true);
         // A failed write to the backend (a reset) took the socket's error:
         // what the backend sent before it still goes to the client, but the
         // end of stream a read finds now is no clean end, and must not
         // become the client's FIN (the failure resets it instead).
         let down_step = down.step(
             backend,
-            &mut backend_ready.read,
+            backend_ready,
             client,
-            (&mut client_ready.write, client_ready.write_seen),
+            client_ready,
             *budget,
             up_step.is_ok(),
         );
+        // The backend's read showed that its connect is over: a FIN that
+        // waited for it goes now, with no event to say so.
+        if !backend_done
+            && backend_ready.connect_done
+            && matches!((&up_step, &down_step), (Ok(Step::Blocked), Ok(_)))
+        {
+            up_step = up.step(client, client_ready, backend, backend_ready, *budget, true);
+        }
         for step in [up_step, down_step] {
             match step {
                 Ok(Step::Blocked) => {}
@@ -403,15 +437,15 @@ impl Way {
     }
 
     /// Moves until the reader or the writer would block, the reader ended
-    /// (the writer then shut down, if `may_end`, and once it is connected:
-    /// `write_seen`, an event said writable, or it has a peer), or
+    /// (the writer then shut down, if `may_end`, and once its connect, if
+    /// it had one, is over: `connect_done`, or it has a peer), or
     /// `budget` bytes were written.
     fn step<R, W>(
         &mut self,
         reader: &mut R,
-        readable: &mut bool,
+        reader_ready: &mut Ready,
         writer: &mut W,
-        (writable, write_seen): (&mut bool, bool),
+        writer_ready: &mut Ready,
         budget: usize,
         may_end: bool,
     ) -> io::Result<Step>
@@ -428,7 +462,7 @@ impl Way {
                 return Ok(Step::Budget);
             }
             if !self.tail.is_empty() || self.via.pending() > 0 {
-                if !*writable {
+                if !writer_ready.write {
                     return Ok(Step::Blocked);
                 }
                 let result = if self.tail.is_empty() {
@@ -443,7 +477,7 @@ impl Way {
                     Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                     Ok(n) => self.wrote(n),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        *writable = false;
+                        writer_ready.write = false;
                         return Ok(Step::Blocked);
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -455,10 +489,10 @@ impl Way {
                 if !may_end {
                     return Ok(Step::Blocked);
                 }
-                if !write_seen && writer.is_connecting() {
+                if !writer_ready.connect_done && writer.is_connecting() {
                     // A shutdown would abort the connect: the writer's
-                    // writable event lets it go.
-                    *writable = false;
+                    // writable event lets it go (or its read: on_ready).
+                    writer_ready.write = false;
                     return Ok(Step::Blocked);
                 }
                 writer.shutdown_write()?;
@@ -472,13 +506,18 @@ impl Way {
                 };
                 return Ok(Step::Blocked);
             }
-            if !*readable {
+            if !reader_ready.read {
                 return Ok(Step::Blocked);
             }
             let result = match &mut self.via {
                 Via::Pipe(lease) => lease.fill(reader.as_fd()),
                 Via::Copy { buf, .. } => reader.read(buf),
             };
+            if result.is_ok() {
+                // Bytes or the end of the stream: no connecting socket
+                // gives either, so a FIN to the reader cannot abort one.
+                reader_ready.connect_done = true;
+            }
             match result {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
@@ -489,7 +528,7 @@ impl Way {
                     self.moved = true;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    *readable = false;
+                    reader_ready.read = false;
                     return Ok(Step::Blocked);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

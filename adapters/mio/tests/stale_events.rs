@@ -4,13 +4,17 @@
 //! connect is over: the socket is asked, so a `close()` right after waits
 //! for the connect instead of shutting the socket down in SYN_SENT (which
 //! would abort it).
+//!
+//! The same holds for a `Tunnel`, whose tokens are the loop's to choose:
+//! a loop that keeps connections and tunnels in one slab of its own hands
+//! a freed key to a tunnel's backend, still connecting, as readily.
 
 use std::io::{Read, Write};
-use std::net::SocketAddr;
+use std::net::{Shutdown, SocketAddr};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cleave_mio::{Conn, Conns};
+use cleave_mio::{Conn, Conns, Pipes, PipesConfig, Side, Tunnel};
 use cleave_proto::{Bytes, Raw};
 use mio::{Events, Poll, Token};
 
@@ -178,5 +182,121 @@ fn a_refused_connect_is_the_connections_error_even_when_it_does_not_read() {
     assert!(
         matches!(&error, Some(cleave_mio::ConnError::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused),
         "{error:?}"
+    );
+}
+
+/// The same through `Tunnel`: the client sent nothing and half-closed, so
+/// the tunnel's FIN to its backend waits for the backend's connect. A
+/// removed connection's writable event, delivered for the backend under
+/// the token it reused, must not let it go.
+#[test]
+fn a_stale_writable_event_on_a_reused_token_does_not_abort_a_tunnels_connect() {
+    let mut poll = Poll::new().unwrap();
+    let mut events = Events::with_capacity(16);
+
+    // The old connection, under the token the tunnel's backend gets next:
+    // connected, with an answer queued (so the poll reports it writable).
+    let token = Token(11);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (old, _) = listener.accept().unwrap();
+    old.set_nonblocking(true).unwrap();
+    let mut old = Conn::new(mio::net::TcpStream::from_std(old), Raw::new());
+    old.conn_mut().push(Bytes::from_static(b"bye\n")).unwrap();
+    old.register(poll.registry(), token).unwrap();
+    let start = Instant::now();
+    while events.iter().all(|e| e.token() != token) && start.elapsed() < BOUND {
+        poll.poll(&mut events, Some(Duration::from_millis(50)))
+            .unwrap();
+    }
+    assert!(
+        events.iter().any(|e| e.token() == token && e.is_writable()),
+        "the old connection's writable event"
+    );
+
+    // Before that event is handled, the old connection ends, and a client
+    // routed to a backend gets a tunnel whose backend takes its token.
+    old.deregister(poll.registry()).unwrap();
+    drop(old);
+    drop(peer);
+    let (backend_listener, backend_addr, _filler) = full_backend();
+    let clients = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client_addr = clients.local_addr().unwrap();
+    let client = thread::spawn(move || {
+        let mut socket = std::net::TcpStream::connect(client_addr).unwrap();
+        socket.set_read_timeout(Some(BOUND + BOUND)).unwrap();
+        socket.shutdown(Shutdown::Write).unwrap(); // nothing to say
+        let mut answer = Vec::new();
+        let end = socket.read_to_end(&mut answer).map_err(|e| e.kind());
+        (answer, end)
+    });
+    let (client_socket, _) = clients.accept().unwrap();
+    client_socket.set_nonblocking(true).unwrap();
+    thread::sleep(Duration::from_millis(50)); // the client's FIN is in
+    let backend_socket = mio::net::TcpStream::connect(backend_addr).unwrap();
+    let pipes = Pipes::new(PipesConfig::default().max_open(Some(0)));
+    let mut tunnel = Tunnel::new(
+        mio::net::TcpStream::from_std(client_socket),
+        backend_socket,
+        Bytes::new(),
+        &pipes,
+    );
+    let client_token = Token(10);
+    tunnel
+        .register(poll.registry(), client_token, token)
+        .unwrap();
+    // The client's end is read; the FIN waits for the backend's connect.
+    let mut more = tunnel.on_ready();
+
+    // The stale event reaches the tunnel's backend, still connecting.
+    for event in events.iter().filter(|e| e.token() == token) {
+        more |= tunnel.on_event(Side::Backend, event);
+    }
+
+    let backend = thread::spawn(move || {
+        let mut socket = accept_after_filler(&backend_listener)?;
+        let mut upload = Vec::new();
+        let end = socket.read_to_end(&mut upload);
+        let _ = socket.write_all(b"220 banner\n");
+        Some((upload, end.is_ok()))
+    });
+    let start = Instant::now();
+    while !tunnel.is_finished() && start.elapsed() < BOUND + BOUND {
+        while more {
+            more = tunnel.on_ready();
+        }
+        poll.poll(&mut events, Some(Duration::from_millis(50)))
+            .unwrap();
+        for event in &events {
+            let side = if event.token() == client_token {
+                Side::Client
+            } else {
+                Side::Backend
+            };
+            more |= tunnel.on_event(side, event);
+        }
+    }
+    let result = tunnel
+        .result()
+        .map(|r| r.as_ref().map_err(|e| e.to_string()).cloned());
+    tunnel.deregister(poll.registry()).unwrap();
+    drop(tunnel);
+    let backend = backend.join().unwrap();
+    let (answer, end) = client.join().unwrap();
+    assert_eq!(
+        (
+            backend,
+            String::from_utf8_lossy(&answer).into_owned(),
+            end,
+            result
+        ),
+        (
+            Some((Vec::new(), true)),
+            "220 banner\n".to_owned(),
+            Ok(11),
+            Some(Ok((0, 11)))
+        ),
+        "(what the backend got, what the client got, the client's end, the tunnel's result): \
+         a backend that never got the connection means the stale event let the FIN abort the connect"
     );
 }
