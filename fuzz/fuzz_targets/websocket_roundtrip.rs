@@ -1,7 +1,8 @@
 //! cleave's WebSocket encoders read back by its decoder: the fuzzer picks
 //! messages (text made UTF-8 with `String::from_utf8_lossy`, binary; small
 //! ones from the input, large ones up to 72 KiB, 160 KiB in all, that take
-//! the 16- and 64-bit lengths), each sent whole (`message`) or in
+//! the 16- and 64-bit lengths), each sent whole (`message`, or
+//! `message_slice` from a borrowed payload) or in
 //! fragments (`part`, empty ones too, text cut inside code points) with
 //! pings between them if asked, pings of 0 to 125 bytes, and a close at
 //! the end if asked. One role encodes them (a client masks with the keys its entropy gives),
@@ -27,7 +28,8 @@
 
 use cleave_proto::conn::{Conn, ConnConfig};
 use cleave_proto::websocket::{Assembler, Kind, Role, WebSocket, WsConfig, WsEvent};
-use cleave_proto::{Bytes, Frame, WriteQueueConfig};
+use cleave_proto::write::Push;
+use cleave_proto::{Bytes, WriteQueueConfig};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "support/websocket.rs"]
@@ -99,7 +101,7 @@ struct Sender {
 }
 
 impl Sender {
-    fn push(&mut self, frame: Frame) {
+    fn push<F: Push>(&mut self, frame: F) {
         if let Err(refused) = self.conn.push(frame) {
             self.drain();
             let frame = refused.into_parts().1;
@@ -112,6 +114,13 @@ impl Sender {
     fn drain(&mut self) {
         let step = self.write * (1 + self.conn.queue().len() / 4096);
         drain(&mut self.conn, step, &mut self.wire);
+    }
+
+    /// A message from a borrowed payload (`message_slice`): the same
+    /// bytes as `message` makes, copied into the queue as it is pushed.
+    fn message_slice(&mut self, kind: Kind, payload: &[u8]) {
+        let frame = self.conn.protocol_mut().message_slice(kind, payload);
+        self.push(frame);
     }
 
     fn message(&mut self, kind: Kind, payload: &[u8]) {
@@ -164,7 +173,9 @@ fn encode(sender: &mut Sender, setup: &Setup, mut items: &[u8]) -> Vec<Seen> {
                     Kind::Text => String::from_utf8_lossy(&raw).into_owned().into_bytes(),
                     Kind::Binary => raw,
                 };
-                if op % 4 == 0 {
+                if op % 4 == 0 && op & 16 != 0 {
+                    sender.message_slice(kind, &payload);
+                } else if op % 4 == 0 {
                     sender.message(kind, &payload);
                 } else {
                     let f = byte(&mut items);
