@@ -688,3 +688,99 @@ fn proxy_v1_unknown_ignores_the_rest_of_its_line_whatever_its_bytes() {
     let got = proxy::sniff(b"PROXY UNKNOWNX\r\n", proxy::DEFAULT_MAX_HEADER);
     assert!(matches!(got, Sniff::Invalid(_)), "{got:?}");
 }
+
+/// Each prefix of `data` through one resumed `proxy::Sniffer` answers as
+/// `proxy::sniff` on that prefix.
+fn proxy_resumes_as_pure(data: &[u8]) {
+    let mut sniffer = proxy::Sniffer::new();
+    for end in 0..=data.len() {
+        let resumed = sniffer
+            .sniff(&data[..end], proxy::DEFAULT_MAX_HEADER)
+            .clone();
+        let pure = proxy::sniff(&data[..end], proxy::DEFAULT_MAX_HEADER);
+        assert_eq!(
+            resumed,
+            pure,
+            "{:?} at {end}",
+            String::from_utf8_lossy(data)
+        );
+    }
+}
+
+/// "If ... the 5 first characters match ... "PROXY" then the protocol
+/// must be parsed as version 1" (section 2.2): "PROXY" without its space
+/// is a malformed v1 header, not another protocol (with an optional PROXY
+/// header, that would hand the bytes on as the client's own).
+#[test]
+fn proxy_without_its_space_is_a_malformed_v1_header() {
+    for data in [
+        &b"PROXY\tTCP4 192.0.2.1 198.51.100.1 56324 443\r\n"[..],
+        b"PROXY\r\nGET / HTTP/1.1\r\n",
+        b"PROXYTCP4 192.0.2.1 198.51.100.1 56324 443\r\n",
+    ] {
+        let got = proxy::sniff(data, proxy::DEFAULT_MAX_HEADER);
+        assert_eq!(
+            got,
+            Sniff::Invalid(Error::InvalidInput {
+                kind: InvalidInput::Proxy(ProxyField::V1),
+                offset: 5
+            }),
+            "{:?}",
+            String::from_utf8_lossy(data)
+        );
+        proxy_resumes_as_pure(data);
+    }
+    for undecided in [&b"PROX"[..], b"PROXY"] {
+        let got = proxy::sniff(undecided, proxy::DEFAULT_MAX_HEADER);
+        assert_eq!(got, Sniff::NeedMore, "{undecided:?}");
+    }
+    let got = proxy::sniff(b"PROXZ", proxy::DEFAULT_MAX_HEADER);
+    assert_eq!(got, Sniff::NoMatch);
+}
+
+/// An UNKNOWN line ends at its CRLF: a lone LF before it is one of the
+/// bytes "presented before the CRLF" that a receiver ignores (section
+/// 2.1), however the bytes arrive. In any other line a bare LF is
+/// malformed, as before.
+#[test]
+fn proxy_v1_unknown_reads_to_its_crlf_past_a_lone_lf() {
+    for data in [
+        &b"PROXY UNKNOWN a\nb\r\nGET / HTTP/1.1\r\n"[..],
+        b"PROXY UNKNOWN\n\n\r\nGET / HTTP/1.1\r\n",
+        b"PROXY UNKNOWN \n x \n\r\n",
+    ] {
+        let end = data.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+        match proxy::sniff(data, proxy::DEFAULT_MAX_HEADER) {
+            Sniff::Match { facts, len } => {
+                assert_eq!(facts.addresses, proxy::Addresses::Unknown);
+                assert_eq!(len, end, "{data:?}");
+            }
+            other => panic!("{data:?}: {other:?}"),
+        }
+        proxy_resumes_as_pure(data);
+    }
+    for data in [
+        &b"PROXY TCP4 192.0.2.1 198.51.100.1 56324 443\n\r\n"[..],
+        b"PROXY UNKNOWNX\nfoo\r\n",
+    ] {
+        let got = proxy::sniff(data, proxy::DEFAULT_MAX_HEADER);
+        assert!(
+            matches!(
+                got,
+                Sniff::Invalid(Error::InvalidInput {
+                    kind: InvalidInput::Proxy(ProxyField::V1),
+                    ..
+                })
+            ),
+            "{data:?}: {got:?}"
+        );
+        proxy_resumes_as_pure(data);
+    }
+    // The line limit (107 bytes) holds with lone LFs in it.
+    let mut long = b"PROXY UNKNOWN ".to_vec();
+    long.extend(std::iter::repeat_n(b'\n', 120));
+    long.extend_from_slice(b"\r\n");
+    let got = proxy::sniff(&long, proxy::DEFAULT_MAX_HEADER);
+    assert!(matches!(got, Sniff::Invalid(_)), "{got:?}");
+    proxy_resumes_as_pure(&long);
+}

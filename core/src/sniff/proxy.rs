@@ -27,6 +27,10 @@ pub const DEFAULT_MAX_HEADER: usize = 4 * 1024;
 /// The v2 signature.
 pub const V2_SIGNATURE: &[u8; 12] = b"\r\n\r\n\0\r\nQUIT\n";
 
+/// The v1 signature: five bytes decide (proxy-protocol.txt, section 2.2:
+/// "if ... the 5 first characters match ... "PROXY" then the protocol
+/// must be parsed as version 1"); a space must follow.
+const V1_SIGNATURE: &[u8] = b"PROXY";
 const V1_PREFIX: &[u8] = b"PROXY ";
 
 /// CRC32C (Castagnoli), slice-by-16, its tables built at compile time.
@@ -281,26 +285,41 @@ impl Sniffer {
     }
 
     fn v1(&mut self, data: &[u8]) -> Sniff<ProxyHeader> {
-        match self.starts(data, V1_PREFIX) {
+        match self.starts(data, V1_SIGNATURE) {
             None => return Sniff::NoMatch,
             Some(false) => return Sniff::NeedMore,
             Some(true) => {}
         }
+        // "PROXY" is a v1 header from here on: without its space, a
+        // malformed one.
+        match data.get(V1_SIGNATURE.len()) {
+            None => return Sniff::NeedMore,
+            Some(b' ') => {}
+            Some(_) => return malformed(ProxyField::V1, V1_SIGNATURE.len()),
+        }
         let window = &data[..data.len().min(V1_MAX)];
-        let from = self.scanned.max(V1_PREFIX.len());
+        let mut from = self.scanned.max(V1_PREFIX.len());
         self.examined += (window.len() - from) as u64;
-        let Some(end) = memchr::memchr(b'\n', &window[from..]).map(|i| from + i) else {
-            self.scanned = window.len();
-            self.wait = window.len() + 1;
-            return if window.len() >= V1_MAX {
-                malformed(ProxyField::V1, 0)
-            } else {
-                Sniff::NeedMore
+        let end = loop {
+            let Some(lf) = memchr::memchr(b'\n', &window[from..]).map(|i| from + i) else {
+                self.scanned = window.len();
+                self.wait = window.len() + 1;
+                return if window.len() >= V1_MAX {
+                    malformed(ProxyField::V1, 0)
+                } else {
+                    Sniff::NeedMore
+                };
             };
-        };
-        // The line ends in CRLF; a bare LF is malformed.
-        let Some(end) = end.checked_sub(1).filter(|&cr| window[cr] == b'\r') else {
-            return malformed(ProxyField::V1, end);
+            // The line ends in CRLF. A bare LF is malformed, except in an
+            // UNKNOWN line, whose bytes before its CRLF are ignored.
+            if window[lf - 1] == b'\r' {
+                break lf - 1;
+            }
+            if !is_unknown(&window[V1_PREFIX.len()..lf]) {
+                return malformed(ProxyField::V1, lf);
+            }
+            from = lf + 1;
+            self.scanned = from;
         };
         self.examined += end as u64;
         match parse_v1(&data[V1_PREFIX.len()..end]) {
@@ -347,8 +366,16 @@ impl Sniffer {
     }
 }
 
+/// Whether a v1 line (after "PROXY ") says UNKNOWN: the word, then its
+/// end or anything after a space or a line-end byte ("the receiver must
+/// ignore anything presented before the CRLF is found", section 2.1).
+fn is_unknown(line: &[u8]) -> bool {
+    line.strip_prefix(b"UNKNOWN")
+        .is_some_and(|rest| matches!(rest.first(), None | Some(b' ' | b'\r' | b'\n')))
+}
+
 fn parse_v1(line: &[u8]) -> Option<ProxyHeader> {
-    if line == b"UNKNOWN" || line.starts_with(b"UNKNOWN ") {
+    if is_unknown(line) {
         // "The receiver must ignore anything presented before the CRLF
         // is found": whatever bytes they are.
         return Some(ProxyHeader::new(
