@@ -700,9 +700,24 @@ impl Window {
     }
 
     /// The bytes, oldest first.
+    #[cfg(test)]
     fn bytes(&self) -> Vec<u8> {
         let (new, old) = self.ring.split_at(self.at);
         [old, new].concat()
+    }
+
+    /// Gives the bytes, oldest first, to a raw decompressor as its window:
+    /// a raw stream's dictionary may be set at any time, and each call
+    /// appends to the window as output would, so the ring's two halves go
+    /// in turn, with no copy made to join them.
+    fn prime(&self, decompressor: &mut Decompress) -> Result<(), flate2::DecompressError> {
+        let (new, old) = self.ring.split_at(self.at);
+        for part in [old, new] {
+            if !part.is_empty() {
+                decompressor.set_dictionary(part)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -792,7 +807,8 @@ impl Deflate {
             // blocks. Else the payload stopped inside a block (an empty
             // payload, say), and the next message's bytes would be read
             // as the rest of that block.
-            if result.is_ok() && !self.ended && (out.len() != before || !self.between_blocks()) {
+            if result.is_ok() && !self.ended && (out.len() != before || !self.ends_between_blocks())
+            {
                 result = Err(invalid_compressed());
             }
         }
@@ -808,20 +824,28 @@ impl Deflate {
         result
     }
 
-    /// Whether the decompressor stands between two blocks: it takes a
-    /// whole empty stored block (which changes nothing, not even the
-    /// window) and yields nothing. Inside a block, those five bytes would
-    /// be read as its data or its codes.
-    fn between_blocks(&mut self) -> bool {
-        const EMPTY_STORED: [u8; 5] = [0x00, 0x00, 0x00, 0xff, 0xff];
+    /// Whether the decompressor stands between two blocks. It is asked
+    /// with a final empty block (fixed Huffman, its end-of-block code
+    /// alone): between blocks that ends the stream and yields nothing.
+    /// Anywhere else those bits are read as something else: a block's
+    /// data or codes, or the code lengths of a dynamic block's header,
+    /// where any bits are taken and nothing comes out (an empty stored
+    /// block, which changes nothing, cannot tell that place from between
+    /// blocks). The answer ends the stream, so the message ends as after
+    /// a final block (`ended`): the decompressor starts again, primed with
+    /// the window under context takeover.
+    fn ends_between_blocks(&mut self) -> bool {
+        const FINAL_EMPTY: [u8; 2] = [0x03, 0x00];
         let Some(decompressor) = &mut self.decompressor else {
             return true;
         };
         let mut scratch = [0u8; PROBE];
-        matches!(
-            inflate_step(decompressor, &EMPTY_STORED, &mut scratch),
-            Ok((5, 0, Status::Ok))
-        )
+        let between = matches!(
+            inflate_step(decompressor, &FINAL_EMPTY, &mut scratch),
+            Ok((2, 0, Status::StreamEnd))
+        );
+        self.ended = between;
+        between
     }
 
     /// Inflates `input` into `out`, a bounded step at a time.
@@ -879,9 +903,7 @@ impl Deflate {
         if self.theirs.no_context_takeover || self.ended {
             if let Some(decompressor) = &mut self.decompressor {
                 decompressor.reset(false);
-                if !self.theirs.no_context_takeover
-                    && decompressor.set_dictionary(&self.window.bytes()).is_err()
-                {
+                if !self.theirs.no_context_takeover && self.window.prime(decompressor).is_err() {
                     // Not expected on a raw stream; an empty window still
                     // reads right or fails.
                     decompressor.reset(false);
