@@ -15,7 +15,7 @@
 //! filler is then accepted so the retry succeeds.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::net::Shutdown;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,42 +23,9 @@ use cleave_mio::{Conn, Pipes, PipesConfig, Side, Tunnel};
 use cleave_proto::{Bytes, Raw};
 use mio::{Events, Poll, Token};
 
-const BOUND: Duration = Duration::from_secs(6);
-
-/// A backend listener whose accept queue is full: the next connect's SYN
-/// is dropped (and retried by the kernel ~1 s later). Returns the
-/// listener, its address and the filler connection.
-fn full_backend() -> (std::net::TcpListener, SocketAddr, std::net::TcpStream) {
-    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    socket.bind(&addr.into()).unwrap();
-    socket.listen(0).unwrap();
-    let listener: std::net::TcpListener = socket.into();
-    let addr = listener.local_addr().unwrap();
-    let filler = std::net::TcpStream::connect(addr).unwrap();
-    thread::sleep(Duration::from_millis(50));
-    (listener, addr, filler)
-}
-
-/// Accepts the filler, then waits (at most `BOUND`) for the next
-/// connection: the proxy's.
-fn accept_after_filler(listener: &std::net::TcpListener) -> Option<std::net::TcpStream> {
-    let (filler, _) = listener.accept().unwrap();
-    drop(filler);
-    listener.set_nonblocking(true).unwrap();
-    let start = Instant::now();
-    while start.elapsed() < BOUND {
-        match listener.accept() {
-            Ok((socket, _)) => {
-                socket.set_nonblocking(false).unwrap();
-                socket.set_read_timeout(Some(BOUND)).unwrap();
-                return Some(socket);
-            }
-            Err(_) => thread::sleep(Duration::from_millis(20)),
-        }
-    }
-    None
-}
+#[path = "support/backlog.rs"]
+mod backlog;
+use backlog::{accept_after_filler, full_backend, BOUND};
 
 /// `Conn::close` on a connecting socket with nothing queued: the backend
 /// must see a connection whose stream ends (a FIN), and its answer must
