@@ -11,33 +11,13 @@ use cleave_proto::{Bytes, ConnConfig, Decoder, Encoder, Error, Lines, Raw, Timeo
 use cleave_tokio::{ConnError, Connection, FrameReader};
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+#[path = "support/pairs.rs"]
+mod pairs;
+use pairs::{pair, small_buffered_pair};
 
 /// A safety net against a stuck test, never what a test asserts.
 const STUCK: Duration = Duration::from_secs(30);
-
-async fn pair() -> (TcpStream, TcpStream) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (client, server) = tokio::join!(TcpStream::connect(addr), listener.accept());
-    (client.unwrap(), server.unwrap().0)
-}
-
-/// A pair with 16 KiB socket buffers: the server's writes are partial as
-/// soon as the client stops reading for a moment.
-async fn small_buffered_pair() -> (TcpStream, TcpStream) {
-    let listener = TcpSocket::new_v4().unwrap();
-    listener.set_send_buffer_size(16 * 1024).unwrap();
-    listener.bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let listener = listener.listen(1).unwrap();
-    let client = TcpSocket::new_v4().unwrap();
-    client.set_recv_buffer_size(16 * 1024).unwrap();
-    let (client, server) = tokio::join!(
-        client.connect(listener.local_addr().unwrap()),
-        listener.accept()
-    );
-    (client.unwrap(), server.unwrap().0)
-}
 
 /// Lines, where a `PING` line is the protocol's own business: it queues
 /// `PONG\n` on the urgent lane and gives the application only the other

@@ -11,32 +11,12 @@ use cleave_proto::{Bytes, ConnConfig, Lines, WriteError};
 use cleave_tokio::{spawn_connection, ConnError};
 use futures_util::StreamExt;
 use tokio::io::AsyncReadExt;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+#[path = "support/pairs.rs"]
+mod pairs;
+use pairs::{pair, small_buffered_pair};
 
 const STUCK: Duration = Duration::from_secs(20);
-
-async fn pair() -> (TcpStream, TcpStream) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (client, server) = tokio::join!(TcpStream::connect(addr), listener.accept());
-    (client.unwrap(), server.unwrap().0)
-}
-
-/// A pair with 16 KiB socket buffers: 1 MiB queued cannot all sit in the
-/// kernel while the client does not read.
-async fn small_buffered_pair() -> (TcpStream, TcpStream) {
-    let listener = TcpSocket::new_v4().unwrap();
-    listener.set_send_buffer_size(16 * 1024).unwrap();
-    listener.bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let listener = listener.listen(1).unwrap();
-    let client = TcpSocket::new_v4().unwrap();
-    client.set_recv_buffer_size(16 * 1024).unwrap();
-    let (client, server) = tokio::join!(
-        client.connect(listener.local_addr().unwrap()),
-        listener.accept()
-    );
-    (client.unwrap(), server.unwrap().0)
-}
 
 #[tokio::test]
 async fn a_flush_after_a_read_reset_that_dropped_nothing_is_ok() {

@@ -16,12 +16,9 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-async fn pair() -> (TcpStream, TcpStream) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (client, server) = tokio::join!(TcpStream::connect(addr), listener.accept());
-    (client.unwrap(), server.unwrap().0)
-}
+#[path = "support/pairs.rs"]
+mod pairs;
+use pairs::pair;
 
 /// A small deterministic generator.
 struct XorShift(u64);

@@ -12,29 +12,17 @@ use cleave_proto::{Bytes, ConnConfig, Error, Lines, Timeout, Timeouts};
 use cleave_tokio::{ConnError, Connection};
 use futures_util::StreamExt;
 use tokio::io::AsyncReadExt;
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
+
+#[path = "support/pairs.rs"]
+mod pairs;
+use pairs::small_buffered_pair;
 
 /// A safety net against a stuck test, never what a test asserts.
 const STUCK: Duration = Duration::from_secs(30);
 
 /// The response: far more than the two sockets' buffers hold.
 const TOTAL: usize = 1 << 20;
-
-/// A pair with 16 KiB socket buffers: a response of 1 MiB cannot all sit
-/// in the kernel while the client does not read.
-async fn small_buffered_pair() -> (TcpStream, TcpStream) {
-    let listener = TcpSocket::new_v4().unwrap();
-    listener.set_send_buffer_size(16 * 1024).unwrap();
-    listener.bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let listener = listener.listen(1).unwrap();
-    let client = TcpSocket::new_v4().unwrap();
-    client.set_recv_buffer_size(16 * 1024).unwrap();
-    let (client, server) = tokio::join!(
-        client.connect(listener.local_addr().unwrap()),
-        listener.accept()
-    );
-    (client.unwrap(), server.unwrap().0)
-}
 
 /// A server connection with the idle timeout `idle` and a big response
 /// queued.
