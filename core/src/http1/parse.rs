@@ -210,7 +210,7 @@ pub(crate) struct RequestParts {
     count: usize,
     host: Option<Span>,
     pub(crate) body: Body,
-    flags: Flags,
+    pub(crate) flags: Flags,
     /// Every line ended in CRLF (httparse also takes a bare LF).
     pub(crate) crlf: bool,
 }

@@ -7,8 +7,8 @@ use crate::error::{Error, Timeout};
 use crate::http1::body::{next_piece, truncated, BodyState, Piece};
 use crate::http1::config::Http1Config;
 use crate::http1::faults::Role;
-use crate::http1::head::{Headers, Request};
-use crate::http1::parse::parse_request;
+use crate::http1::head::{Flags, Headers, Request};
+use crate::http1::parse::{parse_request, RequestParts};
 use crate::http1::reader::{skip_empty_lines, stuck, HeadSearch};
 use crate::recv_buf::RecvBuf;
 
@@ -164,8 +164,41 @@ impl Server {
         }
     }
 
-    #[inline]
+    /// The next head, as a `Head` event built where it is returned (a
+    /// head's parts moved right after they were written wait on their
+    /// stores), or what stopped it, settled.
+    #[inline(always)]
     fn head(&mut self, recv: &mut RecvBuf, eof: bool) -> Result<Option<ServerEvent>, Error> {
+        let (parts, head) = match self.find_head(recv, eof) {
+            Ok(Some(found)) => found,
+            other => return self.settle(recv, eof, other.map(|_| None)),
+        };
+        let flags = parts.flags;
+        let last = if flags.has(Flags::UPGRADE) || flags.has(Flags::CONNECT) {
+            Last::Switch {
+                keep_alive: flags.has(Flags::KEEP_ALIVE),
+            }
+        } else if flags.has(Flags::KEEP_ALIVE) {
+            Last::No
+        } else {
+            Last::Close
+        };
+        self.state = State::Body {
+            body: BodyState::new(parts.body),
+            last,
+        };
+        self.opened = true;
+        self.received = 0;
+        Ok(Some(ServerEvent::Head(parts.into_request(head))))
+    }
+
+    /// The next whole head, parsed and split off the buffer.
+    #[inline]
+    fn find_head(
+        &mut self,
+        recv: &mut RecvBuf,
+        eof: bool,
+    ) -> Result<Option<(RequestParts, Bytes)>, Error> {
         let State::Head { search, blank } = &mut self.state else {
             return Ok(None);
         };
@@ -193,23 +226,27 @@ impl Server {
                     .map_err(|bad| search.fault(buf, len, Role::Request, bad))?
             }
         };
-        let request = parts.into_request(recv.split_to(len)?);
-        let last = if request.is_upgrade() || request.is_connect() {
-            Last::Switch {
-                keep_alive: request.keep_alive(),
-            }
-        } else if request.keep_alive() {
-            Last::No
-        } else {
-            Last::Close
-        };
-        self.state = State::Body {
-            body: BodyState::new(parts.body),
-            last,
-        };
-        self.opened = true;
-        self.received = 0;
-        Ok(Some(ServerEvent::Head(request)))
+        Ok(Some((parts, recv.split_to(len)?)))
+    }
+
+    /// What a poll that gave no event leaves: a full buffer that cannot
+    /// make progress is an error, and after an error nothing more is
+    /// parsed.
+    #[inline(always)]
+    fn settle(
+        &mut self,
+        recv: &RecvBuf,
+        eof: bool,
+        mut polled: Result<Option<ServerEvent>, Error>,
+    ) -> Result<Option<ServerEvent>, Error> {
+        let done = matches!(self.state, State::Done(_));
+        if matches!(polled, Ok(None)) && stuck(recv, eof, done) {
+            polled = Err(recv.over_limit(recv.len() as u64 + 1));
+        }
+        if polled.is_err() {
+            self.state = State::Done(Last::Close);
+        }
+        polled
     }
 }
 
@@ -232,8 +269,8 @@ impl Protocol for Server {
     fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<ServerEvent>, Error> {
         let eof = wire.is_eof();
         let recv = wire.recv();
-        let mut polled = match &mut self.state {
-            State::Head { .. } => self.head(recv, eof),
+        let polled = match &mut self.state {
+            State::Head { .. } => return self.head(recv, eof),
             State::Body { body, last } => {
                 let last = *last;
                 next_piece(body, recv, eof, &self.config, &mut self.received).map(|piece| {
@@ -252,14 +289,7 @@ impl Protocol for Server {
             }
             State::Done(_) => Ok(None),
         };
-        let done = matches!(self.state, State::Done(_));
-        if matches!(polled, Ok(None)) && stuck(recv, eof, done) {
-            polled = Err(recv.over_limit(recv.len() as u64 + 1));
-        }
-        if polled.is_err() {
-            self.state = State::Done(Last::Close);
-        }
-        polled
+        self.settle(recv, eof, polled)
     }
 
     /// The connection's first request head, when it did not come whole in
