@@ -74,39 +74,123 @@ fn put_fields(out: &mut BytesMut, headers: &[(&str, &[u8])]) {
     }
 }
 
-/// The fields, the framing field (if any) and the empty line after the
-/// start line already in `out`.
-fn finish_head(out: &mut BytesMut, headers: &[(&str, &[u8])], (name, value): (&[u8], &[u8])) {
-    put_fields(out, headers);
-    if !name.is_empty() {
-        out.put_slice(name);
-        out.put_slice(value);
-        // The field's line end and the empty line: one copy.
-        out.put_slice(b"\r\n\r\n");
-    } else {
-        out.put_slice(b"\r\n");
-    }
+/// Bytes a head is put together in before it is copied to its buffer.
+const STAGE: usize = 256;
+
+/// A head being written: its pieces gathered on the stack and copied into
+/// `out` in one piece (or one per [`STAGE`] bytes), so that a head of
+/// short pieces costs one copy into `out`, not one per piece (each with
+/// its own capacity check). The literal pieces are fixed-size stores.
+struct Staged<'a> {
+    out: &'a mut BytesMut,
+    buf: [u8; STAGE],
+    len: usize,
 }
 
-/// A decimal number into `buf`, right-aligned: the digits.
-fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
+impl<'a> Staged<'a> {
+    /// A head of `len` bytes into `out` (room reserved at once).
+    #[inline(always)]
+    fn new(out: &'a mut BytesMut, len: usize) -> Self {
+        out.reserve(len);
+        Self {
+            out,
+            buf: [0; STAGE],
+            len: 0,
         }
     }
+
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        match self.buf.get_mut(self.len..end) {
+            Some(room) => {
+                room.copy_from_slice(bytes);
+                self.len = end;
+            }
+            None => self.spill(bytes),
+        }
+    }
+
+    /// What does not fit: the staged bytes go first, then `bytes`.
+    #[cold]
+    #[inline(never)]
+    fn spill(&mut self, bytes: &[u8]) {
+        self.out.put_slice(&self.buf[..self.len]);
+        self.len = 0;
+        if bytes.len() < STAGE {
+            self.buf[..bytes.len()].copy_from_slice(bytes);
+            self.len = bytes.len();
+        } else {
+            self.out.put_slice(bytes);
+        }
+    }
+
+    /// `n` in decimal, written in place.
+    #[inline(always)]
+    fn put_decimal(&mut self, n: u64) {
+        let mut digits = 1;
+        let mut rest = n / 10;
+        while rest > 0 {
+            digits += 1;
+            rest /= 10;
+        }
+        if self.len + digits > STAGE {
+            self.spill(&[]);
+        }
+        let mut n = n;
+        for at in (self.len..self.len + digits).rev() {
+            #[allow(clippy::cast_possible_truncation)] // below 10
+            let digit = (n % 10) as u8;
+            if let Some(b) = self.buf.get_mut(at) {
+                *b = b'0' + digit;
+            }
+            n /= 10;
+        }
+        self.len += digits;
+    }
+
+    /// The fields, as given.
+    #[inline(always)]
+    fn put_fields(&mut self, headers: &[(&str, &[u8])]) {
+        for (name, value) in headers {
+            self.put(name.as_bytes());
+            self.put(b": ");
+            self.put(value);
+            self.put(b"\r\n");
+        }
+    }
+
+    /// The framing field for `body` (if any) and the empty line, which
+    /// end the head: copied to `out`.
+    #[inline(always)]
+    fn finish(mut self, body: Body) {
+        match body {
+            Body::Length(n) => {
+                self.put(b"Content-Length: ");
+                self.put_decimal(n);
+                self.put(b"\r\n\r\n");
+            }
+            Body::Chunked => self.put(b"Transfer-Encoding: chunked\r\n\r\n"),
+            Body::Empty | Body::UntilClose => self.put(b"\r\n"),
+        }
+        self.out.put_slice(&self.buf[..self.len]);
+    }
 }
 
-/// The framing header for `body`, or nothing.
-fn framing_field(body: Body, buf: &mut [u8; 20]) -> (&'static [u8], &[u8]) {
+/// The bytes the framing field and the empty line after it take.
+fn framing_len(body: Body) -> usize {
     match body {
-        Body::Length(n) => (b"Content-Length: ", decimal(n, buf)),
-        Body::Chunked => (b"Transfer-Encoding: ", b"chunked"),
-        Body::Empty | Body::UntilClose => (b"", b""),
+        Body::Length(n) => {
+            let mut digits = 1;
+            let mut rest = n / 10;
+            while rest > 0 {
+                digits += 1;
+                rest /= 10;
+            }
+            16 + digits + 4
+        }
+        Body::Chunked => 30,
+        Body::Empty | Body::UntilClose => 2,
     }
 }
 
@@ -186,15 +270,14 @@ pub fn request_into(
     }
     let fields = fields_len(headers)?;
     check_host(method, target, headers)?;
-    let mut digits = [0; 20];
-    let (name, value) = framing_field(body, &mut digits);
-    let len = method.len() + 1 + target.len() + 11 + fields + name.len() + value.len() + 4;
-    out.reserve(len);
-    out.put_slice(method.as_bytes());
-    out.put_u8(b' ');
-    out.put_slice(target.as_bytes());
-    out.put_slice(b" HTTP/1.1\r\n");
-    finish_head(out, headers, (name, value));
+    let len = method.len() + 1 + target.len() + 11 + fields + framing_len(body);
+    let mut head = Staged::new(out, len);
+    head.put(method.as_bytes());
+    head.put(b" ");
+    head.put(target.as_bytes());
+    head.put(b" HTTP/1.1\r\n");
+    head.put_fields(headers);
+    head.finish(body);
     Ok(())
 }
 
@@ -300,11 +383,8 @@ pub fn response_into(
         _ if bodiless => return Err(refuse(Unencodable::HttpBody)),
         other => other,
     };
-    let mut digits = [0; 20];
-    let (name, value) = framing_field(body, &mut digits);
-    let len = 13 + reason.len() + 2 + fields_len(headers)? + name.len() + value.len() + 4;
-    out.reserve(len);
-    // The status line up to the reason, in one copy of a known length.
+    let len = 13 + reason.len() + 2 + fields_len(headers)? + framing_len(body);
+    // The status line up to the reason, in one piece of a known length.
     // Three digits: the status is within 100..=999.
     let mut line = *b"HTTP/1.1 000 ";
     #[allow(clippy::cast_possible_truncation)] // each below 10
@@ -313,10 +393,12 @@ pub fn response_into(
         line[10] += (status / 10 % 10) as u8;
         line[11] += (status % 10) as u8;
     }
-    out.put_slice(&line);
-    out.put_slice(reason.as_bytes());
-    out.put_slice(b"\r\n");
-    finish_head(out, headers, (name, value));
+    let mut head = Staged::new(out, len);
+    head.put(&line);
+    head.put(reason.as_bytes());
+    head.put(b"\r\n");
+    head.put_fields(headers);
+    head.finish(body);
     Ok(())
 }
 
@@ -424,6 +506,70 @@ mod tests {
         assert!(response(99, "", &[], Body::Empty).is_err());
         assert!(response(304, "Not Modified", &[], Body::Chunked).is_err());
         assert!(last_chunk(&[("Transfer-Encoding", b"chunked")]).is_err());
+    }
+
+    /// A head as plain concatenation: what the staged writer must give.
+    fn reference(start: &[u8], headers: &[(&str, &[u8])], body: Body) -> Vec<u8> {
+        let mut head = start.to_vec();
+        for (name, value) in headers {
+            head.extend_from_slice(name.as_bytes());
+            head.extend_from_slice(b": ");
+            head.extend_from_slice(value);
+            head.extend_from_slice(b"\r\n");
+        }
+        match body {
+            Body::Length(n) => {
+                head.extend_from_slice(alloc::format!("Content-Length: {n}\r\n\r\n").as_bytes());
+            }
+            Body::Chunked => head.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n"),
+            Body::Empty | Body::UntilClose => head.extend_from_slice(b"\r\n"),
+        }
+        head
+    }
+
+    /// Heads put together on the stack spill into the buffer when they
+    /// outgrow it: at every point of a head (inside the reason, a name, a
+    /// value, the Content-Length digits, the last line), and for pieces
+    /// longer than the stage, the bytes are the plain concatenation, after
+    /// what the buffer held, and an empty buffer is given the head's
+    /// exact length once.
+    #[test]
+    fn heads_of_every_length_are_written_whole() {
+        let long = alloc::vec![b'v'; 3 * STAGE];
+        for pad in 0..2 * STAGE + 8 {
+            let reason = "R".repeat(pad % 300);
+            let value = &long[..pad];
+            let headers: [(&str, &[u8]); 3] = [("X-A", b"1"), ("X-Pad", value), ("X-B", b"22")];
+            for body in [
+                Body::Length(0),
+                Body::Length(9),
+                Body::Length(1_234_567_890_123),
+                Body::Length(u64::MAX),
+                Body::Chunked,
+                Body::UntilClose,
+            ] {
+                let mut out = BytesMut::from(&b"before"[..]);
+                response_into(&mut out, 200, &reason, &headers, body).unwrap();
+                let start = alloc::format!("HTTP/1.1 200 {reason}\r\n");
+                let mut expected = b"before".to_vec();
+                expected.extend(reference(start.as_bytes(), &headers, body));
+                assert_eq!(&out[..], &expected[..], "pad {pad}, {body:?}");
+
+                if body == Body::UntilClose {
+                    continue;
+                }
+                let target = alloc::format!("/{}", "t".repeat(pad));
+                let request_headers: [(&str, &[u8]); 2] =
+                    [("Host", b"example.com"), ("X-Pad", value)];
+                let mut out = BytesMut::new();
+                request_into(&mut out, "POST", &target, &request_headers, body).unwrap();
+                let start = alloc::format!("POST {target} HTTP/1.1\r\n");
+                let expected = reference(start.as_bytes(), &request_headers, body);
+                assert_eq!(&out[..], &expected[..], "pad {pad}, {body:?}");
+                // The length reserved was the head's: one allocation, exact.
+                assert_eq!(out.capacity(), out.len(), "pad {pad}, {body:?}");
+            }
+        }
     }
 
     #[test]
