@@ -364,20 +364,20 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
             if let Some(kind) = self.failed {
                 return Err(ConnError::Io(kind.into()));
             }
-            if self.conn.is_read_done() || self.conn.is_read_closed() {
-                self.write_owed()?;
-                return Ok(None);
-            }
             let now = self.now();
             let deadline = self.conn.poll_timeout();
             if deadline.is_some_and(|at| at <= now) {
-                // Due before the read (or the write below): the connection
-                // times out, or the protocol decides by the clock (once:
-                // see `Conn::handle_timeout`). A write that keeps timing
-                // out on a peer that does not read must not keep the
-                // connection's own timeouts from running.
+                // Due before the read (or the writes below, the last ones
+                // too): the connection times out, or the protocol decides
+                // by the clock (once: see `Conn::handle_timeout`). A write
+                // that keeps timing out on a peer that does not read must
+                // not keep the connection's own timeouts from running.
                 self.conn.handle_timeout(now);
                 continue;
+            }
+            if self.conn.is_read_done() || self.conn.is_read_closed() {
+                self.write_owed()?;
+                return Ok(None);
             }
             if self.write_owed()? {
                 // The protocol may have held a reply back for room: it

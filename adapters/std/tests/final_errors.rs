@@ -348,3 +348,49 @@ fn a_write_the_kernel_aborted_is_a_final_io_error_not_a_write_timeout() {
         );
     });
 }
+
+/// The same, once nothing more will be read: the client sends a line and
+/// ends its side, the server queues a 1 MiB answer and calls `recv` for
+/// the end, and the client never reads. `recv` writes what is owed, each
+/// write times out (`ConnError::TimedOut`, not final: call again), and
+/// the idle timeout must still end the connection with its final error;
+/// retrying must not go on for ever.
+#[test]
+fn an_idle_timeout_ends_a_connection_whose_peer_ended_and_never_reads() {
+    within(Duration::from_secs(20), || {
+        let (mut client, server) = small_pair();
+        server
+            .set_write_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let config = ConnConfig::default()
+            .timeouts(Timeouts::default().idle(Some(Duration::from_millis(300))));
+        let mut stream = Stream::with_config(server, Framed::new(Lines::new()), config);
+        client.write_all(b"get\n").unwrap();
+        client.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(stream.recv().unwrap().as_deref(), Some(&b"get"[..]));
+        stream
+            .conn_mut()
+            .push(Bytes::from(vec![b'x'; 1 << 20]))
+            .unwrap();
+        let started = std::time::Instant::now();
+        let mut retries = 0;
+        let outcome = loop {
+            if started.elapsed() > Duration::from_secs(5) {
+                break None;
+            }
+            match stream.recv() {
+                Err(ConnError::TimedOut) => retries += 1, // not final: call again
+                other => break Some(other),
+            }
+        };
+        assert!(
+            matches!(
+                outcome,
+                Some(Err(ConnError::Protocol(Error::TimedOut(Timeout::Idle))))
+            ),
+            "the idle timeout (300 ms) did not end it in 5 s: recv gave \
+             ConnError::TimedOut {retries} times, then {outcome:?}"
+        );
+        drop(client);
+    });
+}
