@@ -281,6 +281,9 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
     /// as the core asks. Returns whether it wrote.
     fn write_owed(&mut self) -> Result<bool, ConnError> {
         let Some(writer) = self.io.writer() else {
+            // Nothing is written here, but the end the connection asks
+            // for still applies: a reset of a `ReadHalf`'s socket.
+            self.shut()?;
             return Ok(false);
         };
         // Closing, or nothing more will be read (a protocol's last frame

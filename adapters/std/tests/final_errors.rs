@@ -394,3 +394,42 @@ fn an_idle_timeout_ends_a_connection_whose_peer_ended_and_never_reads() {
         drop(client);
     });
 }
+
+/// `ReadHalf`: "A reset (`Stream::reset`, or a protocol's) still applies
+/// to the connection." A client leaves half a line and goes silent; the
+/// frame timeout runs out with the partial frame buffered, which ends
+/// the connection with a reset, not a clean close. Over a `ReadHalf` the
+/// reset was never made: `recv` gave the final timeout, and dropping the
+/// stream as told gave the client a clean end after a cut request.
+#[test]
+fn a_protocols_reset_applies_to_a_read_half() {
+    within(Duration::from_secs(20), || {
+        let (mut client, server) = small_pair();
+        let config = ConnConfig::default()
+            .timeouts(Timeouts::default().frame(Some(Duration::from_millis(200))));
+        let mut stream = Stream::with_config(ReadHalf(server), Framed::new(Lines::new()), config);
+        client.write_all(b"half a li").unwrap();
+        let e = loop {
+            match stream.recv() {
+                Err(ConnError::TimedOut) => continue,
+                Ok(Some(line)) => panic!("the client sent no whole line: {line:?}"),
+                Ok(None) => panic!("ended without the timeout"),
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            matches!(e, ConnError::Protocol(Error::TimedOut(Timeout::Frame))),
+            "{e:?}"
+        );
+        drop(stream);
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let end = client.read(&mut [0; 16]);
+        assert_eq!(
+            end.as_ref().map_err(io::Error::kind),
+            Err(io::ErrorKind::ConnectionReset),
+            "the client read {end:?} after the frame timeout cut its line"
+        );
+    });
+}
