@@ -380,6 +380,12 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
             }
             if self.conn.is_read_done() || self.conn.is_read_closed() {
                 self.write_owed()?;
+                if self.conn.poll_timeout().is_none() {
+                    // No deadline is left: the caller's read timeout, as
+                    // it was (best effort, as in `into_parts`: the stream
+                    // ended cleanly all the same).
+                    let _ = self.arm(None);
+                }
                 return Ok(None);
             }
             if self.write_owed()? {

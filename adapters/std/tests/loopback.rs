@@ -796,3 +796,23 @@ mod unix {
         assert_eq!(got, sent);
     }
 }
+
+/// `recv` sets the socket's read timeout for the connection's deadlines
+/// and "puts the caller's back once there is none": at the end of the
+/// stream the connection has no deadline left, and the socket has the
+/// caller's read timeout again.
+#[test]
+fn the_callers_read_timeout_is_back_once_the_stream_ended() {
+    let (mut client, server) = pair();
+    let mine = Some(Duration::from_secs(7));
+    server.set_read_timeout(mine).unwrap();
+    let config = ConnConfig::default()
+        .timeouts(cleave_proto::Timeouts::default().idle(Some(Duration::from_secs(30))));
+    let mut lines = Stream::with_config(server, Framed::new(Lines::new()), config);
+    client.write_all(b"one\n").unwrap();
+    client.shutdown(Shutdown::Write).unwrap();
+    assert_eq!(lines.recv().unwrap().unwrap(), "one");
+    assert!(lines.recv().unwrap().is_none());
+    assert_eq!(lines.conn().poll_timeout(), None);
+    assert_eq!(lines.get_mut().read_timeout().unwrap(), mine);
+}
