@@ -373,3 +373,28 @@ fn a_lent_buffer_over_the_limit_is_refused_at_its_stream_offset() {
         "the bytes come back"
     );
 }
+
+/// The spare region stays where it is while frames are split off (as it
+/// does when bytes remain): consuming everything between a read and its
+/// commit does not forget it, and the bytes read there are not lost.
+#[test]
+fn emptying_the_buffer_between_a_read_and_its_commit_keeps_the_read() {
+    let config = RecvBufConfig::default().idle_capacity(0);
+    let mut buf = RecvBuf::with_config(config);
+    buf.feed(b"frame").unwrap();
+    let spare = buf.spare_mut().unwrap();
+    spare[..4].copy_from_slice(b"next");
+    assert_eq!(&buf.split_to(5).unwrap()[..], b"frame");
+    buf.commit(4).unwrap();
+    assert_eq!(buf.peek(), b"next");
+    // Once committed, an emptied buffer gives its block back as before.
+    buf.advance(4).unwrap();
+    assert_eq!(buf.capacity(), 0);
+    // A feed also ends the region: an empty one into an emptied buffer
+    // gives the block back.
+    buf.feed(b"x").unwrap();
+    let _ = buf.spare_mut().unwrap();
+    buf.advance(1).unwrap();
+    buf.feed(b"").unwrap();
+    assert_eq!(buf.capacity(), 0);
+}

@@ -387,6 +387,9 @@ impl RecvBuf {
             self.buf.extend_from_slice(data);
         }
         self.filled = end;
+        // An empty feed into an emptied buffer forgot the region that kept
+        // its block.
+        self.release_if_idle();
         Ok(())
     }
 
@@ -609,10 +612,16 @@ impl RecvBuf {
     /// An emptied buffer keeps a block it would reuse (up to twice the
     /// idle capacity, as [`make_room`](Self::make_room) does), so a peer
     /// whose reads end on frame boundaries costs no allocation per read;
-    /// a larger one (what a big frame needed) goes back at once.
+    /// a larger one (what a big frame needed) goes back at once. A region
+    /// handed out by [`spare_mut`](Self::spare_mut) and not committed yet
+    /// keeps the block until [`commit`](Self::commit), which releases it
+    /// then if it is still empty: the bytes read there are not lost.
     #[inline]
     fn release_if_idle(&mut self) {
-        if self.filled == 0 && self.block > self.config.idle_capacity.saturating_mul(2) {
+        if self.filled == 0
+            && self.spare == 0
+            && self.block > self.config.idle_capacity.saturating_mul(2)
+        {
             self.release();
         }
     }
