@@ -1368,3 +1368,136 @@ fn a_clean_close_after_a_timeout_gives_up_on_a_peer_that_does_not_read() {
     assert!(conn.is_finished());
     assert_eq!(conn.poll_timeout(), None);
 }
+
+// ----- a protocol's fast path -----
+
+/// Lines, with a fast path (when `fast`) that takes a line whose newline
+/// is within the first 32 bytes buffered, and counts its calls.
+#[derive(Debug)]
+struct FastLines {
+    lines: Framed<Lines>,
+    fast: bool,
+    fast_calls: usize,
+    fast_events: usize,
+}
+
+impl FastLines {
+    fn new(fast: bool) -> Self {
+        let config = LinesConfig::default().max_length(48);
+        Self {
+            lines: Framed::new(Lines::with_config(config)),
+            fast,
+            fast_calls: 0,
+            fast_events: 0,
+        }
+    }
+}
+
+impl Protocol for FastLines {
+    type Event = Bytes;
+
+    fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<Bytes>, Error> {
+        self.lines.poll_event(wire)
+    }
+
+    fn poll_fast(&mut self, wire: &mut Wire<'_>) -> Option<Bytes> {
+        if !self.fast {
+            return None;
+        }
+        self.fast_calls += 1;
+        let peek = wire.recv().peek();
+        let window = &peek[..peek.len().min(32)];
+        if !window.contains(&b'\n') {
+            return None;
+        }
+        match self.lines.poll_event(wire) {
+            Ok(Some(line)) => {
+                self.fast_events += 1;
+                Some(line)
+            }
+            other => panic!("a whole short line gave {other:?}"),
+        }
+    }
+
+    fn phase(&self) -> Phase {
+        self.lines.phase()
+    }
+}
+
+/// What a connection said after each step: the events (or the error) of
+/// polling until `None`, and its deadline then.
+type Said = Vec<(Vec<Result<Option<Bytes>, Error>>, Option<Duration>)>;
+
+/// Feeds `input` cut at `cuts` (a millisecond apart), polls after each
+/// piece and after the end, and records what it said.
+fn drive_said(conn: &mut Conn<FastLines>, input: &[u8], cuts: &[usize]) -> Said {
+    let mut said = Vec::new();
+    let poll = |conn: &mut Conn<FastLines>, said: &mut Said| {
+        let mut events = Vec::new();
+        loop {
+            let polled = conn.poll_event();
+            let last = !matches!(polled, Ok(Some(_)));
+            events.push(polled);
+            if last || events.len() > 64 {
+                break;
+            }
+        }
+        said.push((events, conn.poll_timeout()));
+    };
+    let mut at = 0;
+    for (i, &cut) in cuts.iter().chain([&input.len()]).enumerate() {
+        let cut = cut.clamp(at, input.len());
+        if conn.feed(&input[at..cut], ms(i as u64)).is_err() {
+            break;
+        }
+        at = cut;
+        poll(conn, &mut said);
+    }
+    conn.handle_eof(ms(1000));
+    poll(conn, &mut said);
+    said
+}
+
+/// A protocol's fast path changes nothing a connection says: the same
+/// events, errors and deadlines (an event ends a partial frame's wait,
+/// whichever path gave it), at every cut of every input; and once the
+/// connection failed or the protocol is done, it is not asked again.
+#[test]
+fn a_fast_path_gives_what_the_full_poll_gives() {
+    let inputs: [&[u8]; 4] = [
+        b"one\ntwo\nthree\n",
+        b"a line longer than the fast window of thirty-two\nshort\n",
+        b"ok\nthis line is far too long for the limit of forty-eight bytes\nnever\n",
+        b"last line without its newline",
+    ];
+    let timeouts = Timeouts::NONE.frame(Some(ms(100)));
+    let mut fast_events = 0;
+    for input in inputs {
+        for first in 0..=input.len() {
+            for second in first..=input.len().min(first + 7) {
+                let cuts = [first, second];
+                let config = ConnConfig::default().timeouts(timeouts);
+                let mut full = Conn::with_config(FastLines::new(false), config, Duration::ZERO);
+                let mut fast = Conn::with_config(FastLines::new(true), config, Duration::ZERO);
+                let said = drive_said(&mut full, input, &cuts);
+                assert_eq!(
+                    drive_said(&mut fast, input, &cuts),
+                    said,
+                    "{input:?} cut at {cuts:?}"
+                );
+                fast_events += fast.protocol().fast_events;
+                // Finished or failed: never asked again.
+                let calls = fast.protocol().fast_calls;
+                let again = fast.poll_event();
+                assert_eq!(again, full.poll_event());
+                assert!(again.is_err() || fast.protocol().phase() == Phase::Done);
+                assert_eq!(
+                    fast.protocol().fast_calls,
+                    calls,
+                    "{input:?} cut at {cuts:?}"
+                );
+            }
+        }
+    }
+    assert!(fast_events > 0, "the fast path gave nothing");
+}

@@ -454,8 +454,36 @@ impl<P: Protocol> Conn<P> {
     ///
     /// The protocol's error, or [`Error::TimedOut`]: final, returned again
     /// on every later call; reading stops.
-    #[inline]
+    #[inline(always)]
     pub fn poll_event(&mut self) -> Result<Option<P::Event>, Error> {
+        // The protocol's fast path, in the caller's loop (nothing, for a
+        // protocol without one): the same event the full poll would give,
+        // with the same bookkeeping (an event ends a partial frame's wait).
+        if self.error.is_none()
+            && self.read != ReadSide::Over
+            && self.protocol.phase() != Phase::Done
+        {
+            let mut close_asked = false;
+            let mut wire = Wire {
+                recv: &mut self.recv,
+                send: &mut self.send,
+                eof: self.read == ReadSide::Ended,
+                now: self.clock.now,
+                close: &mut close_asked,
+                farewell: &mut self.farewell,
+            };
+            if let Some(event) = self.protocol.poll_fast(&mut wire) {
+                debug_assert!(!close_asked, "a fast event asked to close");
+                self.clock.partial_since = NEVER;
+                return Ok(Some(event));
+            }
+        }
+        self.poll_event_full()
+    }
+
+    /// [`poll_event`](Self::poll_event) the whole way.
+    #[inline]
+    fn poll_event_full(&mut self) -> Result<Option<P::Event>, Error> {
         if let Some(e) = &self.error {
             return Err((**e).clone());
         }

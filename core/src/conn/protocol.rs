@@ -174,6 +174,25 @@ pub trait Protocol {
     /// A typed error; final: the connection gives it again from then on.
     fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<Self::Event>, Error>;
 
+    /// The commonest event, when it can be had at once: a fast path that
+    /// [`Conn::poll_event`](crate::conn::Conn::poll_event) inlines into
+    /// the caller's loop (so that the event is not returned through memory
+    /// by a function of its own), trying [`poll_event`](Self::poll_event)
+    /// when it gives `None`. The default has none.
+    ///
+    /// Give `Some` only for the event `poll_event` would give now, and
+    /// only when nothing else comes with it: no close asked
+    /// ([`Wire::close_write`]), no farewell ([`Wire::farewell`]), no
+    /// change of [`phase`](Self::phase), no error. `None` says nothing: it
+    /// must leave the protocol and the buffer as they were, or as
+    /// `poll_event` would find them. Keep it small: it is copied into
+    /// every loop that polls.
+    #[inline(always)]
+    fn poll_fast(&mut self, wire: &mut Wire<'_>) -> Option<Self::Event> {
+        let _ = wire;
+        None
+    }
+
     /// Where the protocol is.
     fn phase(&self) -> Phase;
 

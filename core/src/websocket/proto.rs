@@ -631,7 +631,7 @@ impl WebSocket {
     /// split off at once; `None` for anything else, which [`frame::parse`]
     /// reads and checks in full (invalid text too: masked again, it goes
     /// the long way, which finds the error at its place).
-    #[inline]
+    #[inline(always)]
     fn small_message(&mut self, wire: &mut Wire<'_>) -> Option<WsEvent> {
         let server = self.role == Role::Server;
         let config = &self.config;
@@ -1049,16 +1049,25 @@ fn control_len(len: usize) -> Result<(), Error> {
 impl Protocol for WebSocket {
     type Event = WsEvent;
 
-    /// The commonest case first, inlined into the caller's loop: a small
-    /// whole message between messages, with nothing owed.
+    /// The fast path first (a protocol inside another is polled here
+    /// alone), then the long way.
     #[inline]
     fn poll_event(&mut self, wire: &mut Wire<'_>) -> Result<Option<WsEvent>, Error> {
-        if self.owed.is_none() && !self.done && self.reading.is_none() && self.message.is_none() {
-            if let Some(event) = self.small_message(wire) {
-                return Ok(Some(event));
-            }
+        if let Some(event) = self.poll_fast(wire) {
+            return Ok(Some(event));
         }
         self.poll_slow(wire)
+    }
+
+    /// The commonest case, inlined into the caller's loop: a small whole
+    /// message between messages, with nothing owed.
+    #[inline(always)]
+    fn poll_fast(&mut self, wire: &mut Wire<'_>) -> Option<WsEvent> {
+        if self.owed.is_none() && !self.done && self.reading.is_none() && self.message.is_none() {
+            self.small_message(wire)
+        } else {
+            None
+        }
     }
 
     /// A timeout ends the connection with a close 1001 (going away) after
