@@ -2,12 +2,19 @@
 //! through `Conn<http1::Server>`, beside httparse and hyper.
 //!
 //! Every variant of a group gets the same bytes in the same reads and is
-//! checked to make the same requests (and, for the server paths, to write
-//! the same bytes) before it is timed:
+//! checked before it is timed: the same head (method and target lengths,
+//! header count), the same requests and head bytes, the same body tallies,
+//! or, for the servers, the same number of requests answered and bytes
+//! written (hyper names its field `content-length`, cleave
+//! `Content-Length`: the same length):
 //!
 //! - `head_get_400b`: one browser-like GET head (9 headers, 423 bytes).
-//!   httparse parsing it into a stack array of borrowed headers is the
-//!   peer and the lower bound; cleave feeds it to a connection kept across
+//!   httparse parsing it in place into a stack array of borrowed headers
+//!   is the peer (the yardstick: it neither copies nor owns);
+//!   `lower_bound` is the least an owned result costs: the head copied
+//!   into one kept `BytesMut`, parsed by httparse there (its headers left
+//!   uninitialised, as cleave leaves them) and split off as `Bytes`,
+//!   dropped. cleave feeds it to a connection kept across
 //!   iterations (its buffer sized once) and polls `Head` (an owned
 //!   `Request`) and `End`; and, for what a first request costs, the same
 //!   on a new connection each time.
@@ -17,16 +24,16 @@
 //!   does the copy cleave does (each read into one buffer sized once) and
 //!   hands out the same `Bytes`, with the least framing work; a bare
 //!   memcpy of each read is the floor under both. cleave runs with the
-//!   default buffer, which gives back a block larger than 8 KiB whenever
-//!   it empties (a new block for most reads), and with one that keeps its
-//!   block.
+//!   default buffer (which keeps an emptied block of up to 16 KiB).
 //! - `pipelined_100k`: 100 000 pipelined 66-byte GETs in 16 KiB reads.
-//!   Parsing alone: an httparse loop over one buffer (the lower bound)
-//!   beside cleave's `Head` + `End` per request. Serving: hyper's server
-//!   (`server::conn::http1`, a service answering `hello\n`) beside cleave
-//!   doing the same work (parse, encode the same 44-byte response, write
-//!   it), both over one in-memory stream that reads 16 KiB at a time and
-//!   counts what is written.
+//!   Parsing alone: an httparse loop (the lower bound: each read appended
+//!   to one buffer, each head parsed there, its headers left uninitialised,
+//!   and split off as `Bytes`, as cleave's heads are) beside cleave's `Head` +
+//!   `End` per request. Serving: hyper's server (`server::conn::http1`, a
+//!   service answering `hello\n`) beside cleave doing the same work
+//!   (parse, encode the same 44-byte response, write it), both over one
+//!   in-memory stream that reads 16 KiB at a time and counts what is
+//!   written.
 //!
 //! A counting global allocator prints the allocations per request (and
 //! per MiB of body) of each path before its group is timed; it counts
@@ -42,6 +49,7 @@ use std::cell::Cell;
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::io::{IoSlice, Read, Write};
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
@@ -186,6 +194,30 @@ fn httparse_head(head: &[u8]) -> Parsed {
     parsed
 }
 
+/// The least an owned head costs: copied into a kept buffer, parsed there
+/// by httparse (into headers left uninitialised, as cleave's), split off
+/// as `Bytes` (and dropped).
+#[inline(never)]
+fn owned_head(buf: &mut BytesMut, head: &[u8]) -> Parsed {
+    buf.extend_from_slice(head);
+    let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; 16];
+    let mut request = httparse::Request::new(&mut []);
+    let httparse::Status::Complete(len) = request
+        .parse_with_uninit_headers(buf, &mut headers)
+        .expect("a valid head")
+    else {
+        panic!("a partial head");
+    };
+    let parsed = (
+        request.method.map_or(0, str::len),
+        request.path.map_or(0, str::len),
+        request.headers.len(),
+    );
+    black_box(&request);
+    black_box(buf.split_to(len).freeze());
+    parsed
+}
+
 /// cleave: feed the head to a connection, take its `Head` and its `End`.
 #[inline(never)]
 fn cleave_head(conn: &mut Conn<Server>, head: &[u8]) -> Parsed {
@@ -206,7 +238,9 @@ fn cleave_head(conn: &mut Conn<Server>, head: &[u8]) -> Parsed {
 fn head_get(c: &mut Criterion) {
     let head = HEAD_GET;
     let mut conn = Conn::new(Server::new(), NOW);
+    let mut owned = BytesMut::with_capacity(4096);
     assert_eq!(httparse_head(head), cleave_head(&mut conn, head));
+    assert_eq!(httparse_head(head), owned_head(&mut owned, head));
     assert_eq!(httparse_head(head).2, 9);
 
     let rounds = 10_000;
@@ -233,6 +267,9 @@ fn head_get(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.bench_function("httparse_borrowed", |b| {
         b.iter(|| httparse_head(black_box(head)))
+    });
+    group.bench_function("lower_bound", |b| {
+        b.iter(|| owned_head(&mut owned, black_box(head)))
     });
     group.bench_function("cleave_conn", |b| {
         b.iter(|| cleave_head(&mut conn, black_box(head)))
@@ -461,34 +498,38 @@ fn body(c: &mut Criterion) {
 type Requests = (usize, usize);
 
 /// The lower bound of parsing: each read appended to one buffer, httparse
-/// over what is buffered until a head is partial, the parsed heads dropped
-/// from the front.
+/// over what is buffered (into an array of headers left uninitialised, as
+/// cleave's) until a head is partial, each parsed head split off the
+/// front as `Bytes` (an owned head, as cleave's) and dropped.
 #[inline(never)]
 fn httparse_pipelined(input: &[u8]) -> Requests {
-    let mut buf = Vec::with_capacity(2 * READ);
+    let mut buf = BytesMut::with_capacity(2 * READ);
     let mut t = (0, 0);
     for read in input.chunks(READ) {
         buf.extend_from_slice(read);
-        let mut at = 0;
         loop {
-            let mut headers = [httparse::EMPTY_HEADER; 16];
-            let mut request = httparse::Request::new(&mut headers);
-            match request.parse(&buf[at..]).expect("a valid head") {
+            let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; 16];
+            let mut request = httparse::Request::new(&mut []);
+            match request
+                .parse_with_uninit_headers(&buf, &mut headers)
+                .expect("a valid head")
+            {
                 httparse::Status::Complete(n) => {
-                    t.0 += 1;
-                    t.1 += n;
-                    at += n;
                     black_box(&request);
+                    let head = buf.split_to(n).freeze();
+                    t.0 += 1;
+                    t.1 += head.len();
+                    black_box(head);
                 }
                 httparse::Status::Partial => break,
             }
         }
-        buf.drain(..at);
     }
     t
 }
 
-/// cleave: each read fed to a new connection, `Head` and `End` taken.
+/// cleave: each read fed to one connection (new for each run), `Head` and
+/// `End` taken.
 #[inline(never)]
 fn cleave_pipelined(input: &[u8]) -> Requests {
     let mut conn = Conn::new(Server::new(), NOW);

@@ -11,11 +11,18 @@
 //!   mask per message), in 16 KiB reads. cleave feeds each read to a
 //!   server connection kept across iterations and polls every event:
 //!   `cleave_conn` with the default receive buffer, `cleave_conn_128k_block`
-//!   with one that keeps a block of eight reads, as the lower bound's.
-//!   tungstenite reads them with `WebSocket::read` over an in-memory
-//!   stream that gives 16 KiB per read (its default configuration, kept
-//!   across iterations too). The lower bound is the least a loop can do
-//!   for the same result: each read appended to one `BytesMut` sized once
+//!   with one that keeps a block of eight reads, as the lower bound's;
+//!   `cleave_read` reads them instead through `Conn::read_with` from an
+//!   in-memory stream, as its adapters read a socket (the room it hands
+//!   out is zeroed whenever the buffer takes its block back: safe code
+//!   reads into initialised memory). tungstenite reads them with
+//!   `WebSocket::read` over the same in-memory stream, 16 KiB per read
+//!   (its default configuration, kept across iterations too); it zeroes
+//!   its free read space, up to 128 KiB, before each read, so
+//!   `tungstenite_large_reads` gives it as much per read as it asks for
+//!   (a socket with a backlog), which costs it less. The lower bound is
+//!   the least a loop can do for the same result: each read appended to
+//!   one `BytesMut` sized once
 //!   (eight reads), the header read (2 bytes, the extended length, the
 //!   mask), the payload unmasked in place 8 bytes at a time and split off
 //!   as `Bytes` (the buffer's room reclaimed once they are dropped, as
@@ -37,11 +44,11 @@
 //!   payload straight into the socket's `Vec`.
 //! - `encode_client_128b`: the 128-byte messages written by a client,
 //!   masked: cleave masks each payload into a copy of its own (the one
-//!   copy it makes on purpose) with masks from `cleave_tokio::OsEntropy`,
-//!   `cleave_slice` masks while copying into the queue's run buffer;
-//!   tungstenite masks while copying into its write buffer (masks from
-//!   `rand`); the lower bound masks in the socket's `Vec`, with masks from
-//!   `OsEntropy` as cleave.
+//!   copy it makes on purpose), `cleave_slice` copies it into the queue's
+//!   run buffer and masks it there; tungstenite copies it into its write
+//!   buffer and masks it there; the lower bound copies it into the
+//!   socket's `Vec` and masks it there. All draw their masks alike, from
+//!   rand's thread-local generator (`rand::random`, tungstenite's source).
 //!
 //! After each group, the variants run again in turns and a summary gives
 //! the median time per message of each and cleave's ratios. A counting
@@ -50,8 +57,8 @@
 //! runs pay one relaxed load per allocation.
 //!
 //! Instructions, the repeatable figure on a noisy machine: each variant
-//! runs in a function of its own, never inlined, and only the selected
-//! variants are set up, so that
+//! runs in a function of its own, never inlined (the readers set up only
+//! the selected variants; the writers set up and check all), so that
 //!
 //! ```text
 //! valgrind --tool=callgrind --toggle-collect='websocket::cleave_parse' \
@@ -74,7 +81,6 @@ use bytes::{Buf, Bytes, BytesMut};
 use cleave_proto::websocket::{Entropy, Kind, WebSocket, WsConfig, WsEvent};
 use cleave_proto::write::Push;
 use cleave_proto::{Conn, ConnConfig, RecvBufConfig, Refusal};
-use cleave_tokio::OsEntropy;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tungstenite::protocol::{Role, WebSocket as Tungstenite};
 use tungstenite::Message;
@@ -412,7 +418,7 @@ fn measure(c: &mut Criterion, group: &str, messages: usize, runs: &mut [Run<'_>]
         line += &format!(" {variant} {:.1} ns;", median(variant).unwrap_or(f64::NAN));
     }
     for (cleave, _) in runs.iter().filter(|(v, _)| v.starts_with("cleave")) {
-        for other in ["tungstenite", "lower_bound"] {
+        for other in ["tungstenite", "tungstenite_large_reads", "lower_bound"] {
             if let (Some(t), Some(o)) = (median(cleave), median(other)) {
                 line += &format!(" {cleave}/{other} {:.2};", t / o);
             }
@@ -495,22 +501,33 @@ fn cleave_parse(
     seen
 }
 
-/// One side of an in-memory connection: reads give the input `READ` bytes
-/// at a time (then the end of the stream); writes are dropped.
+/// One side of an in-memory connection: reads give the input at most
+/// `cap` bytes at a time (`READ`, or as much as the reader asks for: a
+/// socket with a backlog), then the end of the stream; writes are
+/// dropped.
 struct Reads<'a> {
     input: &'a [u8],
     at: usize,
+    cap: usize,
 }
 
-impl Reads<'_> {
+impl<'a> Reads<'a> {
+    fn new(input: &'a [u8], cap: usize) -> Self {
+        Self { input, at: 0, cap }
+    }
+
     fn rewind(&mut self) {
         self.at = 0;
+    }
+
+    fn is_done(&self) -> bool {
+        self.at == self.input.len()
     }
 }
 
 impl Read for Reads<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = READ.min(self.input.len() - self.at).min(buf.len());
+        let n = self.cap.min(self.input.len() - self.at).min(buf.len());
         buf[..n].copy_from_slice(&self.input[self.at..self.at + n]);
         self.at += n;
         Ok(n)
@@ -525,6 +542,32 @@ impl Write for Reads<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// cleave through the read path of its adapters: each read made into the
+/// connection's spare room (`read_with`, which zeroes the room it hands
+/// out whenever it takes a block back), every event taken. The stream is
+/// read to its last byte, never to its end, so the connection is kept.
+#[inline(never)]
+fn cleave_read(
+    conn: &mut Conn<WebSocket>,
+    reads: &mut Reads<'_>,
+    mut expect: Option<&mut Expect<'_>>,
+) -> Seen {
+    reads.rewind();
+    let mut seen = Seen::default();
+    while !reads.is_done() {
+        conn.read_with(NOW, |spare| reads.read(spare))
+            .expect("room in the buffer");
+        while let Some(event) = conn.poll_event().expect("a valid message") {
+            match event {
+                WsEvent::Text(text) => see(&mut seen, &mut expect, true, text),
+                WsEvent::Binary(data) => see(&mut seen, &mut expect, false, data),
+                other => panic!("not a whole message: {other:?}"),
+            }
+        }
+    }
+    seen
 }
 
 /// tungstenite: `count` messages read from the start of the stream.
@@ -635,11 +678,11 @@ fn parse(c: &mut Criterion) {
             |config| Conn::with_config(WebSocket::server(WsConfig::default()), config, NOW);
         let mut conn = server(ConnConfig::default());
         let mut big = server(big_block());
-        let reads = Reads {
-            input: &input,
-            at: 0,
-        };
-        let mut ws = Tungstenite::from_raw_socket(reads, Role::Server, None);
+        let mut read_conn = server(ConnConfig::default());
+        let mut cleave_reads = Reads::new(&input, READ);
+        let mut ws = Tungstenite::from_raw_socket(Reads::new(&input, READ), Role::Server, None);
+        let mut ws_large =
+            Tungstenite::from_raw_socket(Reads::new(&input, usize::MAX), Role::Server, None);
         let mut buf = BytesMut::with_capacity(LOWER_BOUND_BUFFER);
         let mut readers: Vec<(&'static str, Reader<'_>)> = vec![
             (
@@ -651,8 +694,16 @@ fn parse(c: &mut Criterion) {
                 Box::new(|expect| cleave_parse(&mut big, black_box(&input), expect)),
             ),
             (
+                "cleave_read",
+                Box::new(|expect| cleave_read(&mut read_conn, &mut cleave_reads, expect)),
+            ),
+            (
                 "tungstenite",
                 Box::new(|expect| tungstenite_parse(&mut ws, count, expect)),
+            ),
+            (
+                "tungstenite_large_reads",
+                Box::new(|expect| tungstenite_parse(&mut ws_large, count, expect)),
             ),
             (
                 "lower_bound",
@@ -864,12 +915,21 @@ fn lower_bound_encode(sink: &mut Sink, kind: Kind, payloads: &[Bytes]) -> usize 
     sink.written - before
 }
 
+/// Masks as tungstenite draws them (`rand::random`): rand's thread-local
+/// generator, in the process, for cleave and the lower bound alike. (The
+/// adapters' `OsEntropy` asks the kernel for 64 masks at a time: a system
+/// call that would weigh the same on cleave and its bound, and on neither
+/// of tungstenite's messages.)
+fn masks(buf: &mut [u8]) {
+    rand::RngCore::fill_bytes(&mut rand::rng(), buf);
+}
+
 /// The lower bound of a client: the header with a mask from `entropy`,
 /// the payload copied into the socket's buffer and masked there.
 #[inline(never)]
 fn lower_bound_encode_masked(
     sink: &mut Sink,
-    entropy: &mut OsEntropy,
+    entropy: &mut impl Entropy,
     kind: Kind,
     payloads: &[Bytes],
 ) -> usize {
@@ -1013,19 +1073,13 @@ fn encode_client(c: &mut Criterion) {
     // The check, on the state kept for timing: each output, unmasked,
     // gives the messages back. From then on the socket drops what went
     // out.
-    let mut conn = Conn::new(
-        WebSocket::client(WsConfig::default(), OsEntropy::new()),
-        NOW,
-    );
+    let mut conn = Conn::new(WebSocket::client(WsConfig::default(), masks), NOW);
     let mut sink = Sink::new(true);
-    let mut slice_conn = Conn::new(
-        WebSocket::client(WsConfig::default(), OsEntropy::new()),
-        NOW,
-    );
+    let mut slice_conn = Conn::new(WebSocket::client(WsConfig::default(), masks), NOW);
     let mut slice_sink = Sink::new(true);
     let mut ws = Tungstenite::from_raw_socket(Sink::new(true), Role::Client, None);
     let mut lower = Sink::new(true);
-    let mut entropy = OsEntropy::new();
+    let mut entropy = masks;
     let wrote = [
         cleave_encode(&mut conn, kind, &payloads, &mut sink),
         cleave_encode_slice(&mut slice_conn, kind, &payloads, &mut slice_sink),
