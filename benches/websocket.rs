@@ -480,6 +480,22 @@ fn see(seen: &mut Seen, expect: &mut Option<&mut Expect<'_>>, text: bool, payloa
     black_box(payload);
 }
 
+/// Every event the connection has, each a whole message, counted.
+#[inline(always)]
+fn take_messages(
+    conn: &mut Conn<WebSocket>,
+    seen: &mut Seen,
+    expect: &mut Option<&mut Expect<'_>>,
+) {
+    while let Some(event) = conn.poll_event().expect("a valid message") {
+        match event {
+            WsEvent::Text(text) => see(seen, expect, true, text),
+            WsEvent::Binary(data) => see(seen, expect, false, data),
+            other => panic!("not a whole message: {other:?}"),
+        }
+    }
+}
+
 /// cleave: each read fed to a server connection, every event taken.
 #[inline(never)]
 fn cleave_parse(
@@ -490,13 +506,7 @@ fn cleave_parse(
     let mut seen = Seen::default();
     for read in input.chunks(READ) {
         conn.feed(read, NOW).expect("room in the buffer");
-        while let Some(event) = conn.poll_event().expect("a valid message") {
-            match event {
-                WsEvent::Text(text) => see(&mut seen, &mut expect, true, text),
-                WsEvent::Binary(data) => see(&mut seen, &mut expect, false, data),
-                other => panic!("not a whole message: {other:?}"),
-            }
-        }
+        take_messages(conn, &mut seen, &mut expect);
     }
     seen
 }
@@ -559,13 +569,7 @@ fn cleave_read(
     while !reads.is_done() {
         conn.read_with(NOW, |spare| reads.read(spare))
             .expect("room in the buffer");
-        while let Some(event) = conn.poll_event().expect("a valid message") {
-            match event {
-                WsEvent::Text(text) => see(&mut seen, &mut expect, true, text),
-                WsEvent::Binary(data) => see(&mut seen, &mut expect, false, data),
-                other => panic!("not a whole message: {other:?}"),
-            }
-        }
+        take_messages(conn, &mut seen, &mut expect);
     }
     seen
 }

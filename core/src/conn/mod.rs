@@ -464,21 +464,33 @@ impl<P: Protocol> Conn<P> {
             && self.protocol.phase() != Phase::Done
         {
             let mut close_asked = false;
-            let mut wire = Wire {
-                recv: &mut self.recv,
-                send: &mut self.send,
-                eof: self.read == ReadSide::Ended,
-                now: self.clock.now,
-                close: &mut close_asked,
-                farewell: &mut self.farewell,
-            };
-            if let Some(event) = self.protocol.poll_fast(&mut wire) {
+            if let Some(event) = self.with_wire(&mut close_asked, P::poll_fast) {
                 debug_assert!(!close_asked, "a fast event asked to close");
                 self.clock.partial_since = NEVER;
                 return Ok(Some(event));
             }
         }
         self.poll_event_full()
+    }
+
+    /// Runs `f` on the protocol with a [`Wire`] over this connection's
+    /// buffer, queue and clock; `close_asked` says whether it asked to
+    /// close the write side.
+    #[inline(always)]
+    pub(super) fn with_wire<R>(
+        &mut self,
+        close_asked: &mut bool,
+        f: impl FnOnce(&mut P, &mut Wire<'_>) -> R,
+    ) -> R {
+        let mut wire = Wire {
+            recv: &mut self.recv,
+            send: &mut self.send,
+            eof: self.read == ReadSide::Ended,
+            now: self.clock.now,
+            close: close_asked,
+            farewell: &mut self.farewell,
+        };
+        f(&mut self.protocol, &mut wire)
     }
 
     /// [`poll_event`](Self::poll_event) the whole way.
@@ -492,17 +504,7 @@ impl<P: Protocol> Conn<P> {
             return Ok(None);
         }
         let mut close_asked = false;
-        let polled = {
-            let mut wire = Wire {
-                recv: &mut self.recv,
-                send: &mut self.send,
-                eof: self.read == ReadSide::Ended,
-                now: self.clock.now,
-                close: &mut close_asked,
-                farewell: &mut self.farewell,
-            };
-            self.protocol.poll_event(&mut wire)
-        };
+        let polled = self.with_wire(&mut close_asked, P::poll_event);
         if close_asked {
             self.close();
         }

@@ -4,7 +4,7 @@
 use core::time::Duration;
 
 use crate::conn::timeouts::{nanos, Nanos, NEVER};
-use crate::conn::{Close, Conn, Phase, Protocol, ReadSide, Wire, WriteSide};
+use crate::conn::{Close, Conn, Phase, Protocol, ReadSide, WriteSide};
 use crate::error::{Error, Timeout};
 
 impl<P: Protocol> Conn<P> {
@@ -58,18 +58,9 @@ impl<P: Protocol> Conn<P> {
     }
 
     pub(super) fn time_out(&mut self, which: Timeout) {
-        let mut close_asked = false;
-        let close = {
-            let mut wire = Wire {
-                recv: &mut self.recv,
-                send: &mut self.send,
-                eof: self.read == ReadSide::Ended,
-                now: self.clock.now,
-                close: &mut close_asked,
-                farewell: &mut self.farewell,
-            };
-            self.protocol.on_timeout(&mut wire, which)
-        };
+        let close = self.with_wire(&mut false, |protocol, wire| {
+            protocol.on_timeout(wire, which)
+        });
         self.fail(Error::TimedOut(which));
         match close {
             Close::Clean => self.close(),
