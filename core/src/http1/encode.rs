@@ -65,15 +65,6 @@ fn fields_len(headers: &[(&str, &[u8])]) -> Result<usize, Error> {
     Ok(len)
 }
 
-fn put_fields(out: &mut BytesMut, headers: &[(&str, &[u8])]) {
-    for (name, value) in headers {
-        out.put_slice(name.as_bytes());
-        out.put_slice(b": ");
-        out.put_slice(value);
-        out.put_slice(b"\r\n");
-    }
-}
-
 /// Bytes a head is put together in before it is copied to its buffer.
 const STAGE: usize = 256;
 
@@ -128,12 +119,7 @@ impl<'a> Staged<'a> {
     /// `n` in decimal, written in place.
     #[inline(always)]
     fn put_decimal(&mut self, n: u64) {
-        let mut digits = 1;
-        let mut rest = n / 10;
-        while rest > 0 {
-            digits += 1;
-            rest /= 10;
-        }
+        let digits = decimal_digits(n);
         if self.len + digits > STAGE {
             self.spill(&[]);
         }
@@ -173,22 +159,25 @@ impl<'a> Staged<'a> {
             Body::Chunked => self.put(b"Transfer-Encoding: chunked\r\n\r\n"),
             Body::Empty | Body::UntilClose => self.put(b"\r\n"),
         }
+        self.end();
+    }
+
+    /// What is staged, copied to `out`.
+    #[inline(always)]
+    fn end(self) {
         self.out.put_slice(&self.buf[..self.len]);
     }
+}
+
+/// The digits of `n` in decimal.
+fn decimal_digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
 }
 
 /// The bytes the framing field and the empty line after it take.
 fn framing_len(body: Body) -> usize {
     match body {
-        Body::Length(n) => {
-            let mut digits = 1;
-            let mut rest = n / 10;
-            while rest > 0 {
-                digits += 1;
-                rest /= 10;
-            }
-            16 + digits + 4
-        }
+        Body::Length(n) => 16 + decimal_digits(n) + 4,
         Body::Chunked => 30,
         Body::Empty | Body::UntilClose => 2,
     }
@@ -465,10 +454,12 @@ pub fn last_chunk(trailers: &[(&str, &[u8])]) -> Result<Bytes, Error> {
         return Err(refuse(Unencodable::HttpFraming));
     }
     let len = 3 + fields_len(trailers)? + 2;
-    let mut out = BytesMut::with_capacity(len);
-    out.put_slice(b"0\r\n");
-    put_fields(&mut out, trailers);
-    out.put_slice(b"\r\n");
+    let mut out = BytesMut::new();
+    let mut section = Staged::new(&mut out, len);
+    section.put(b"0\r\n");
+    section.put_fields(trailers);
+    section.put(b"\r\n");
+    section.end();
     Ok(out.freeze())
 }
 
@@ -556,6 +547,13 @@ mod tests {
                 assert_eq!(&out[..], &expected[..], "pad {pad}, {body:?}");
 
                 if body == Body::UntilClose {
+                    let trailers: [(&str, &[u8]); 2] = [("X-Pad", value), ("X-Sum", b"9")];
+                    let section = last_chunk(&trailers).unwrap();
+                    assert_eq!(
+                        &section[..],
+                        &reference(b"0\r\n", &trailers, body)[..],
+                        "pad {pad}"
+                    );
                     continue;
                 }
                 let target = alloc::format!("/{}", "t".repeat(pad));
