@@ -19,8 +19,9 @@
 //!   `Request`) and `End`; and, for what a first request costs, the same
 //!   on a new connection each time.
 //! - `body_1mib`: a 1 MiB body, Content-Length and chunked (16 KiB chunks),
-//!   in 16 KiB reads, read from eight offsets within a page in turn (see
-//!   `INPUT_OFFSETS`); every `Data` is taken and dropped. The lower bound
+//!   in 16 KiB reads, from eight copies in turn, each placed so that every
+//!   variant's reads are copied the same distance past their source
+//!   within a page (see `COPY_DELTAS`); every `Data` is taken and dropped. The lower bound
 //!   does the copy cleave does (each read into one buffer sized once) and
 //!   hands out the same `Bytes`, with the least framing work; a bare
 //!   memcpy of each read is the floor under both. cleave runs with the
@@ -285,12 +286,19 @@ fn head_get(c: &mut Criterion) {
 /// What a body gave: heads, `Data` pieces, body bytes, ends.
 type BodyTally = (usize, usize, usize, usize);
 
-/// cleave: each read fed to the connection, every event taken.
+/// cleave: each read fed to the connection, every event taken. `landed`
+/// sees each read and the buffer it was copied to (the timed runs pass
+/// [`unseen`], which compiles to nothing).
 #[inline(never)]
-fn cleave_body(conn: &mut Conn<Server>, input: &[u8]) -> BodyTally {
+fn cleave_body<L: FnMut(&[u8], &[u8])>(
+    conn: &mut Conn<Server>,
+    input: &[u8],
+    landed: &mut L,
+) -> BodyTally {
     let mut t = (0, 0, 0, 0);
     for read in input.chunks(READ) {
         conn.feed(read, NOW).expect("room in the buffer");
+        landed(read, conn.recv_buf().peek());
         while let Some(event) = conn.poll_event().expect("a valid request") {
             match event {
                 ServerEvent::Head(_) => t.0 += 1,
@@ -326,12 +334,20 @@ enum Step {
 /// dropped) and the same `Bytes` pieces split off, with the least framing
 /// work: the head's end and its Content-Length found, chunk sizes
 /// read in hex; no validation, no limits.
+///
+/// `landed` as for [`cleave_body`].
 #[inline(never)]
-fn manual_body(buf: &mut BytesMut, input: &[u8], chunked: bool) -> BodyTally {
+fn manual_body<L: FnMut(&[u8], &[u8])>(
+    buf: &mut BytesMut,
+    input: &[u8],
+    chunked: bool,
+    landed: &mut L,
+) -> BodyTally {
     let mut t = (0, 0, 0, 0);
     let mut step = Step::Head;
     for read in input.chunks(READ) {
         buf.extend_from_slice(read);
+        landed(read, buf);
         loop {
             match step {
                 Step::Head => {
@@ -417,53 +433,152 @@ fn memcpy_body(buf: &mut [u8], input: &[u8]) -> usize {
     n
 }
 
-/// Where the input starts, modulo a page: every variant reads the body
-/// from each of these offsets in turn. A copy's speed depends on where its
-/// source and destination lie relative to each other within a 4 KiB page
-/// (the loads of one and the stores of the other alias): a bare memcpy of
-/// 1 MiB in 16 KiB reads moved from 14.5 to 17.7 µs with the destination's
-/// offset alone on this project's VM. Eight offsets average that out, so a
-/// variant's time is its code's, not its buffer's luck.
-const INPUT_OFFSETS: [usize; 8] = [0, 512, 1024, 1536, 2048, 2560, 3072, 3584];
+/// How far past its source each read is copied, modulo a 4 KiB page: the
+/// same eight distances for every variant, one for each copy of the body.
+///
+/// On this project's VM (AMD EPYC, glibc 2.36), `memcpy` moves a 16 KiB
+/// read with `rep movsb`, which takes 15 times as long when the
+/// destination lies 1 to 15 bytes past the source modulo 4 KiB, and 1.3
+/// to 1.7 times as long up to 63 bytes past (`cargo run --release -p
+/// cleave-benches --bin copy_distance` shows it: 16 to 25 µs a MiB at
+/// other distances, 300 µs in the band). Where a variant's copies
+/// land depends on where the allocator put its buffer, so with the inputs
+/// at fixed places any variant could lose 2.5x on one unlucky input of
+/// eight: runs showed the bare memcpy at 440 µs and cleave at 521 µs,
+/// against about 150 and 220 µs otherwise. So each variant gets copies
+/// of the body of its own, placed (after a probe run finds where its
+/// reads land) at these distances: all outside that band, and at eight
+/// alignments within a cache line (a copy between differently aligned
+/// addresses costs more), the same for every variant.
+const COPY_DELTAS: [usize; 8] = [64, 585, 1106, 1627, 2148, 2669, 3190, 3711];
+
+const PAGE: usize = 4096;
+
+/// A `landed` hook that looks at nothing.
+fn unseen(_: &[u8], _: &[u8]) {}
+
+/// The page offset a read's copy landed at, and how far past its source
+/// (modulo a page): `buffered` ends with the read.
+fn landing(read: &[u8], buffered: &[u8]) -> (usize, usize) {
+    let dst = buffered[buffered.len() - read.len()..].as_ptr() as usize;
+    (dst % PAGE, dst.wrapping_sub(read.as_ptr() as usize) % PAGE)
+}
+
+/// The value seen most often.
+fn most_often(mut seen: Vec<usize>) -> usize {
+    seen.sort_unstable();
+    let mut best = (0, 0);
+    for run in seen.chunk_by(|a, b| a == b) {
+        if run.len() > best.1 {
+            best = (run[0], run.len());
+        }
+    }
+    best.0
+}
+
+/// Copies of a body, one per entry of [`COPY_DELTAS`], in one allocation.
+struct Placed {
+    backing: Vec<u8>,
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl Placed {
+    /// Copy `i` starts `COPY_DELTAS[i]` before page offset `dst[i]` (where
+    /// the variant's reads of input `i` land), each past a page of its own.
+    fn new(body: &[u8], dst: &[usize]) -> Self {
+        let stride = body.len().next_multiple_of(PAGE) + 2 * PAGE;
+        let mut backing = vec![0u8; PAGE + dst.len() * stride];
+        let base = (PAGE - backing.as_ptr() as usize % PAGE) % PAGE;
+        let starts: Vec<usize> = dst
+            .iter()
+            .zip(COPY_DELTAS)
+            .enumerate()
+            .map(|(i, (&dst, delta))| base + i * stride + (dst + PAGE - delta) % PAGE)
+            .collect();
+        for &start in &starts {
+            backing[start..start + body.len()].copy_from_slice(body);
+        }
+        Placed {
+            backing,
+            starts,
+            len: body.len(),
+        }
+    }
+
+    fn inputs(&self) -> Vec<&[u8]> {
+        self.starts
+            .iter()
+            .map(|&start| &self.backing[start..start + self.len])
+            .collect()
+    }
+}
+
+/// Places a variant's inputs: `run` reads every input in turn (as the
+/// timed loop does) and reports where each read landed; the inputs are
+/// placed where the variant's reads of them land most often, and checked:
+/// most of each input's reads land at its distance.
+fn place_for<R>(body: &[u8], variant: &str, mut run: R) -> Placed
+where
+    R: FnMut(&[&[u8]], &mut dyn FnMut(usize, (usize, usize))),
+{
+    let probe = Placed::new(body, &[0; COPY_DELTAS.len()]);
+    let mut dst = vec![Vec::new(); COPY_DELTAS.len()];
+    run(&probe.inputs(), &mut |i, (at, _)| dst[i].push(at));
+    let dst: Vec<usize> = dst.into_iter().map(most_often).collect();
+    let placed = Placed::new(body, &dst);
+    let mut deltas = vec![Vec::new(); COPY_DELTAS.len()];
+    run(&placed.inputs(), &mut |i, (_, delta)| deltas[i].push(delta));
+    let deltas: Vec<usize> = deltas.into_iter().map(most_often).collect();
+    assert_eq!(deltas, COPY_DELTAS, "{variant}: reads land where probed");
+    placed
+}
 
 fn body(c: &mut Criterion) {
     let len = 1 << 20;
     let mut group = c.benchmark_group("body_1mib");
-    group.throughput(Throughput::Bytes((INPUT_OFFSETS.len() * len) as u64));
+    group.throughput(Throughput::Bytes((COPY_DELTAS.len() * len) as u64));
     for (mode, chunk) in [("content_length", None), ("chunked_16k", Some(READ))] {
         let body = body_input(len, chunk);
         let chunked = chunk.is_some();
-        // One allocation, the body copied at each offset past a page
-        // boundary.
-        let mut backing = vec![0u8; 4096 + INPUT_OFFSETS.len() * (body.len() + 4096)];
-        let page = backing.as_ptr() as usize % 4096;
-        let mut starts = Vec::new();
-        for (i, offset) in INPUT_OFFSETS.iter().enumerate() {
-            let start = (4096 - page) % 4096 + i * (body.len() + 4096) + offset;
-            backing[start..start + body.len()].copy_from_slice(&body);
-            starts.push(start);
-        }
-        let inputs: Vec<&[u8]> = starts
-            .iter()
-            .map(|&start| &backing[start..start + body.len()])
-            .collect();
-        let input = inputs[0];
         let mut manual = BytesMut::with_capacity(2 * READ);
         let mut default = Conn::new(Server::new(), NOW);
-        let want = manual_body(&mut manual, input, chunked);
+        let mut floor = vec![0; READ];
+        let want = manual_body(&mut manual, &body, chunked, &mut unseen);
         assert_eq!(want.2, len);
-        for input in &inputs {
-            assert_eq!(cleave_body(&mut default, input), want, "{mode}: default");
-        }
-        let (d, _) = allocations(|| cleave_body(&mut default, input));
-        let (m, _) = allocations(|| manual_body(&mut manual, input, chunked));
+        assert_eq!(
+            cleave_body(&mut default, &body, &mut unseen),
+            want,
+            "{mode}"
+        );
+        let (d, _) = allocations(|| cleave_body(&mut default, &body, &mut unseen));
+        let (m, _) = allocations(|| manual_body(&mut manual, &body, chunked, &mut unseen));
         println!(
             "body_1mib/{mode} ({} reads, {} Data), allocations per MiB: cleave {d}, hand-written {m}",
-            input.len().div_ceil(READ),
+            body.len().div_ceil(READ),
             want.1,
         );
 
-        let mut floor = vec![0; READ];
+        let at = floor.as_ptr() as usize % PAGE;
+        let floor_inputs = Placed::new(&body, &[at; COPY_DELTAS.len()]);
+        let manual_inputs = place_for(&body, "hand-written", |inputs, seen| {
+            for (i, input) in inputs.iter().enumerate() {
+                let tally = manual_body(&mut manual, input, chunked, &mut |read, buf| {
+                    seen(i, landing(read, buf));
+                });
+                assert_eq!(tally, want, "{mode}: hand-written");
+            }
+        });
+        let cleave_inputs = place_for(&body, "cleave", |inputs, seen| {
+            for (i, input) in inputs.iter().enumerate() {
+                let tally = cleave_body(&mut default, input, &mut |read, buf| {
+                    seen(i, landing(read, buf));
+                });
+                assert_eq!(tally, want, "{mode}: cleave");
+            }
+        });
+
+        let inputs = floor_inputs.inputs();
         group.bench_function(BenchmarkId::new("memcpy_floor", mode), |b| {
             b.iter(|| {
                 inputs
@@ -472,19 +587,21 @@ fn body(c: &mut Criterion) {
                     .sum::<usize>()
             })
         });
+        let inputs = manual_inputs.inputs();
         group.bench_function(BenchmarkId::new("manual_bytesmut", mode), |b| {
             b.iter(|| {
                 inputs
                     .iter()
-                    .map(|input| manual_body(&mut manual, black_box(input), chunked).2)
+                    .map(|input| manual_body(&mut manual, black_box(input), chunked, &mut unseen).2)
                     .sum::<usize>()
             })
         });
+        let inputs = cleave_inputs.inputs();
         group.bench_function(BenchmarkId::new("cleave_conn", mode), |b| {
             b.iter(|| {
                 inputs
                     .iter()
-                    .map(|input| cleave_body(&mut default, black_box(input)).2)
+                    .map(|input| cleave_body(&mut default, black_box(input), &mut unseen).2)
                     .sum::<usize>()
             })
         });
