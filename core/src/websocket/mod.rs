@@ -1,6 +1,7 @@
 //! WebSocket (RFC 6455), both roles, on the connection model, with
 //! permessage-deflate (RFC 7692) behind the `deflate` feature.
 
+mod assemble;
 mod close;
 mod config;
 #[cfg(feature = "deflate")]
@@ -11,10 +12,11 @@ mod proto;
 mod slice;
 mod utf8;
 
+pub use assemble::Assembler;
 pub use close::{close_code, close_code_for, is_sendable, CloseFrame};
 pub use config::{WsConfig, DEFAULT_MAX_FRAME, DEFAULT_MAX_MESSAGE, DEFAULT_STREAM_ABOVE};
 pub use frame::OpCode;
-pub use proto::{Assembler, Kind, Part, WebSocket, WsEvent};
+pub use proto::{Kind, Part, WebSocket, WsEvent};
 pub use slice::SliceFrame;
 
 #[cfg(feature = "deflate")]

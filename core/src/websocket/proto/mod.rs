@@ -2,10 +2,12 @@
 //! opening handshake is done.
 
 use alloc::boxed::Box;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
+#[cfg(feature = "deflate")]
+use bytes::BytesMut;
 
 use crate::conn::{Close, Phase, Protocol, Wire};
-use crate::encoder::{self, Frame, INLINE_FRAMING};
+use crate::encoder::Frame;
 use crate::error::{Error, InvalidInput, Limit, Refusal, Timeout, WsField};
 use crate::recv_buf::RecvBuf;
 use crate::websocket::close::{self, CloseFrame};
@@ -13,9 +15,10 @@ use crate::websocket::config::WsConfig;
 #[cfg(feature = "deflate")]
 use crate::websocket::deflate::{Deflate, DeflateConfig, DeflateParams};
 use crate::websocket::frame::{self, Head, OpCode};
-use crate::websocket::slice::SliceFrame;
 use crate::websocket::utf8::Utf8;
 use crate::websocket::{Entropy, Role};
+
+mod encode;
 
 /// What a message holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -50,7 +53,7 @@ pub enum WsEvent {
     /// A whole binary message, as for [`Text`](Self::Text).
     Binary(Bytes),
     /// A piece of a message that came in several frames, or of a frame
-    /// larger than [`WsConfig::stream_above`]. [`Assembler`] makes whole
+    /// larger than [`WsConfig::stream_above`]. [`Assembler`](crate::websocket::Assembler) makes whole
     /// messages of them with one copy.
     Part(Part),
     /// A ping (answered already), when [`WsConfig::pings`] asks for it.
@@ -236,206 +239,6 @@ impl WebSocket {
     #[must_use]
     pub fn is_closing(&self) -> bool {
         self.closing != Closing::Open
-    }
-
-    // ----- what the application sends -----
-
-    /// A whole message as one frame to push: the payload is not copied
-    /// for a server (the header is inline framing); a client must mask it:
-    /// in place when the `Bytes` is the only handle to its memory (a
-    /// buffer built for this message), else into a copy, so that no other
-    /// holder sees masked bytes. With permessage-deflate negotiated the message
-    /// is compressed (unless shorter than
-    /// [`DeflateConfig::min_size`](crate::websocket::DeflateConfig::min_size)).
-    ///
-    /// With context takeover, each compressed frame refers to the ones
-    /// made before it: push every frame this makes, in the order it made
-    /// them, on one lane. A frame dropped (a push refused and not retried)
-    /// or sent out of order leaves the peer unable to inflate what
-    /// follows.
-    #[must_use]
-    #[inline]
-    pub fn message(&mut self, kind: Kind, payload: Bytes) -> Frame {
-        let opcode = match kind {
-            Kind::Text => OpCode::Text,
-            Kind::Binary => OpCode::Binary,
-        };
-        #[cfg(feature = "deflate")]
-        if let Some(deflate) = self
-            .deflate
-            .as_mut()
-            .filter(|_| payload.len() >= self.deflate_min)
-        {
-            let compressed = deflate.compress(&payload);
-            return self.frame(true, true, opcode, compressed);
-        }
-        self.frame(true, false, opcode, payload)
-    }
-
-    /// A whole message as one frame to push, from a payload the caller
-    /// keeps: pushed, the header and the payload are copied into the write
-    /// queue's run buffer, a client's payload masked in the same pass (its
-    /// one copy). For messages built in a buffer the caller reuses, and
-    /// for small ones, whose payloads the queue copies anyway: no
-    /// [`Bytes`] is made or dropped. With permessage-deflate negotiated the
-    /// message is compressed as by [`message`](Self::message), and the same
-    /// rule on order applies.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use cleave_proto::websocket::{Kind, WebSocket, WsConfig};
-    /// use cleave_proto::Conn;
-    ///
-    /// let mut conn = Conn::new(WebSocket::server(WsConfig::default()), Duration::ZERO);
-    /// let mut reply = String::new();
-    /// for n in 0..3 {
-    ///     reply.clear();
-    ///     reply.push_str("tick ");
-    ///     reply.push(char::from(b'0' + n));
-    ///     let frame = conn.protocol_mut().message_slice(Kind::Text, reply.as_bytes());
-    ///     conn.push(frame).expect("room");
-    /// }
-    /// let mut slices = [&[][..]; 4];
-    /// let n = conn.poll_transmit_slices(&mut slices);
-    /// let out = slices[..n].concat();
-    /// assert_eq!(&out[..8], b"\x81\x06tick 0");
-    /// assert_eq!(out.len(), 3 * 8);
-    /// ```
-    #[inline]
-    pub fn message_slice<'a>(&mut self, kind: Kind, payload: &'a [u8]) -> SliceFrame<'a> {
-        let opcode = match kind {
-            Kind::Text => OpCode::Text,
-            Kind::Binary => OpCode::Binary,
-        };
-        #[cfg(feature = "deflate")]
-        if let Some(deflate) = self
-            .deflate
-            .as_mut()
-            .filter(|_| payload.len() >= self.deflate_min)
-        {
-            let compressed = deflate.compress(payload);
-            return SliceFrame::built(self.frame(true, true, opcode, compressed));
-        }
-        let mask = self.draw_mask();
-        let mut head = [0; INLINE_FRAMING];
-        let n = frame::write(&mut head, true, false, opcode, payload.len(), mask);
-        SliceFrame::copied(head, n, mask, payload)
-    }
-
-    /// One frame of a message sent in pieces (never compressed): `first`
-    /// on the first (which says the kind), `last` on the last.
-    #[must_use]
-    pub fn part(&mut self, kind: Kind, payload: Bytes, first: bool, last: bool) -> Frame {
-        let opcode = match (first, kind) {
-            (false, _) => OpCode::Continuation,
-            (true, Kind::Text) => OpCode::Text,
-            (true, Kind::Binary) => OpCode::Binary,
-        };
-        self.frame(last, false, opcode, payload)
-    }
-
-    /// A ping to push.
-    ///
-    /// # Errors
-    ///
-    /// [`Unencodable::TooLong`](crate::Unencodable::TooLong) past 125 bytes.
-    pub fn ping(&mut self, payload: Bytes) -> Result<Frame, Error> {
-        control_len(payload.len())?;
-        Ok(self.frame(true, false, OpCode::Ping, payload))
-    }
-
-    /// A pong to push: the answer to a [`WsEvent::Ping`] (with its
-    /// payload) when [`auto_pong`](crate::websocket::WsConfig::auto_pong)
-    /// is off, or an unsolicited one (a heartbeat, RFC 6455 section 5.5.3).
-    /// Push it on the urgent lane, and not after a close.
-    ///
-    /// # Errors
-    ///
-    /// [`Unencodable::TooLong`](crate::Unencodable::TooLong) past 125 bytes.
-    pub fn pong(&mut self, payload: Bytes) -> Result<Frame, Error> {
-        control_len(payload.len())?;
-        Ok(self.frame(true, false, OpCode::Pong, payload))
-    }
-
-    /// The close frame to push to start the close handshake: `code` (one
-    /// that may be sent, see [`is_sendable`](crate::websocket::is_sendable))
-    /// and a reason of at most 123 bytes. From then on the events end with
-    /// the peer's answer ([`WsEvent::Close`]); push nothing after it.
-    ///
-    /// Once the peer's close came, the protocol answers it itself (after
-    /// the messages queued before it), as it closes a connection that
-    /// failed: there is no close left to send then.
-    ///
-    /// # Errors
-    ///
-    /// [`Unencodable::TooLong`](crate::Unencodable::TooLong) for a long
-    /// reason, [`InvalidConfig`](crate::Misuse::InvalidConfig) for a code
-    /// that may not be sent,
-    /// [`Unencodable::WsClosed`](crate::Unencodable::WsClosed) once a
-    /// close was made or the close handshake is over.
-    pub fn close(&mut self, code: u16, reason: &str) -> Result<Frame, Error> {
-        if !close::is_sendable(code) {
-            return Err(Error::invalid_config(
-                "close code",
-                u64::from(code),
-                "1000-1003, 1007-1014 or 3000-4999",
-            ));
-        }
-        control_len(2 + reason.len())?;
-        if self.closing != Closing::Open {
-            return Err(Error::Misuse(crate::error::Misuse::Unencodable(
-                crate::error::Unencodable::WsClosed,
-            )));
-        }
-        self.closing = Closing::Sent;
-        Ok(self.close_frame(Some(code), reason.as_bytes()))
-    }
-
-    fn close_frame(&mut self, code: Option<u16>, reason: &[u8]) -> Frame {
-        let mut payload = BytesMut::with_capacity(2 + reason.len());
-        if let Some(code) = code {
-            payload.extend_from_slice(&code.to_be_bytes());
-            payload.extend_from_slice(reason);
-        }
-        self.frame(true, false, OpCode::Close, payload.freeze())
-    }
-
-    /// A client's mask for its next frame (a server's frames have none).
-    #[inline]
-    fn draw_mask(&mut self) -> Option<[u8; 4]> {
-        self.entropy.as_mut().map(|entropy| {
-            let mut key = [0; 4];
-            entropy.fill(&mut key);
-            key
-        })
-    }
-
-    /// A frame: the header inline; a client's payload masked (in place
-    /// when no one else holds it, else into a copy).
-    #[inline]
-    fn frame(&mut self, fin: bool, rsv1: bool, opcode: OpCode, payload: Bytes) -> Frame {
-        let mask = self.draw_mask();
-        let mut head = [0; INLINE_FRAMING];
-        let n = frame::write(&mut head, fin, rsv1, opcode, payload.len(), mask);
-        let body = match mask {
-            Some(key) => {
-                // Masked in place when the payload is ours alone (a buffer
-                // the caller built and handed over); else into a copy,
-                // so no one else's bytes change.
-                let mut masked = payload
-                    .try_into_mut()
-                    .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
-                frame::apply_mask(&mut masked, key, 0);
-                masked.freeze()
-            }
-            None => payload,
-        };
-        // Inline as it is: no variable-length copy of the header.
-        Frame::from_parts(
-            encoder::Part::inline(head, n),
-            body,
-            encoder::Part::inline([0; INLINE_FRAMING], 0),
-        )
     }
 
     // ----- reading -----
@@ -1112,39 +915,5 @@ impl Protocol for WebSocket {
         } else {
             Phase::Framing
         }
-    }
-}
-
-/// Makes whole messages of [`Part`]s, with one copy (none for a message
-/// whose only part is its last).
-#[derive(Debug, Default)]
-pub struct Assembler {
-    kind: Option<Kind>,
-    buf: BytesMut,
-}
-
-impl Assembler {
-    /// An empty assembler.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds a part; the whole message once its last part came. The
-    /// [`WebSocket`]'s `max_message` bounds what it collects.
-    pub fn push(&mut self, part: Part) -> Option<(Kind, Bytes)> {
-        let kind = *self.kind.get_or_insert(part.kind);
-        if !part.last {
-            self.buf.extend_from_slice(&part.data);
-            return None;
-        }
-        self.kind = None;
-        if self.buf.is_empty() {
-            return Some((kind, part.data));
-        }
-        self.buf.extend_from_slice(&part.data);
-        let whole = self.buf.split().freeze();
-        self.buf = BytesMut::new();
-        Some((kind, whole))
     }
 }
