@@ -1,6 +1,6 @@
 //! The `Sec-WebSocket-Extensions` syntax (RFC 6455, section 9.1) and the
 //! parameters of a permessage-deflate offer or answer (RFC 7692, section
-//! 7.1), read strictly: a value that breaks either is [`Malformed`].
+//! 7.1): a value that breaks either is [`Malformed`].
 
 use alloc::borrow::Cow;
 use alloc::vec::Vec;

@@ -53,8 +53,9 @@ pub enum WsEvent {
     /// A whole binary message, as for [`Text`](Self::Text).
     Binary(Bytes),
     /// A piece of a message that came in several frames, or of a frame
-    /// larger than [`WsConfig::stream_above`]. [`Assembler`](crate::websocket::Assembler) makes whole
-    /// messages of them with one copy.
+    /// larger than [`WsConfig::stream_above`].
+    /// [`Assembler`](crate::websocket::Assembler) makes whole messages of
+    /// them with one copy.
     Part(Part),
     /// A ping (answered already), when [`WsConfig::pings`] asks for it.
     Ping(Bytes),
