@@ -17,7 +17,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-const PAGE: usize = 4096;
+use cleave_benches::PAGE;
+
 const READ: usize = 16 * 1024;
 const SOURCE: usize = 8 << 20;
 

@@ -184,3 +184,28 @@ pub fn manual_lines(input: &[u8], piece: usize) -> Tally {
     }
     t
 }
+
+// ----- where reads land -----
+
+/// A page: where a copy lands is looked at modulo this.
+pub const PAGE: usize = 4096;
+
+/// The distances past the source, modulo a page, at which this machine's
+/// `memcpy` of a 16 KiB read is slow: 15 times slower at 1 to 15 bytes,
+/// 1.3 to 1.7 times up to 63 (`cargo run --release -p cleave-benches
+/// --bin copy_distance`). The benches that copy such reads place their
+/// inputs to keep each variant's reads out of it.
+pub const SLOW: core::ops::Range<usize> = 1..64;
+
+/// A `landed` hook (a bench loop's look at where each read was copied)
+/// that looks at nothing: inlined, so the timed loops pay nothing for it.
+#[inline(always)]
+pub fn unseen(_: &[u8], _: &[u8]) {}
+
+/// Where a read's copy landed: its page offset, and how far past its
+/// source it lies (modulo a page). `buffered` ends with the copy.
+#[inline]
+pub fn landing(read: &[u8], buffered: &[u8]) -> (usize, usize) {
+    let dst = buffered[buffered.len() - read.len()..].as_ptr() as usize;
+    (dst % PAGE, dst.wrapping_sub(read.as_ptr() as usize) % PAGE)
+}

@@ -87,6 +87,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
+use cleave_benches::{landing, unseen, PAGE, SLOW};
 use cleave_proto::websocket::{Entropy, Kind, WebSocket, WsConfig, WsEvent};
 use cleave_proto::write::Push;
 use cleave_proto::{Conn, ConnConfig, RecvBufConfig, Refusal};
@@ -450,24 +451,6 @@ fn measure(
 
 // ----- where reads land -----
 
-const PAGE: usize = 4096;
-
-/// A `landed` hook that looks at nothing.
-fn unseen(_: &[u8], _: &[u8]) {}
-
-/// How far past its source a read was copied, modulo a page: `buffered`
-/// ends with the read's copy.
-fn landing(read: &[u8], buffered: &[u8]) -> usize {
-    let dst = buffered[buffered.len() - read.len()..].as_ptr() as usize;
-    dst.wrapping_sub(read.as_ptr() as usize) % PAGE
-}
-
-/// The distances past the source, modulo a page, at which this machine's
-/// `memcpy` of a 16 KiB read is slow: 15 times slower at 1 to 15 bytes,
-/// 1.3 to 1.7 times up to 63 (`cargo run --release -p cleave-benches
-/// --bin copy_distance`).
-const SLOW: core::ops::Range<usize> = 1..64;
-
 /// Reads that would land in the slow band were the input `shift` bytes
 /// further on.
 fn slow_reads(landings: &[usize], shift: usize) -> usize {
@@ -698,7 +681,7 @@ impl Read for Reads {
         let read = &input[self.at..self.at + n];
         buf[..n].copy_from_slice(read);
         if let Some(landings) = &mut self.landings {
-            landings.push(landing(read, &buf[..n]));
+            landings.push(landing(read, &buf[..n]).1);
         }
         self.at += n;
         Ok(n)
@@ -878,7 +861,7 @@ fn parse(c: &mut Criterion) {
                     let mut landings = Vec::new();
                     let input = input.borrow();
                     cleave_parse(conn, input.get(), None, &mut |read, buffered| {
-                        landings.push(landing(read, buffered));
+                        landings.push(landing(read, buffered).1);
                     });
                     landings
                 },
@@ -935,7 +918,7 @@ fn parse(c: &mut Criterion) {
                         bound_input.borrow().get(),
                         None,
                         &mut |read, buffered| {
-                            landings.push(landing(read, buffered));
+                            landings.push(landing(read, buffered).1);
                         },
                     );
                     landings
