@@ -1254,7 +1254,7 @@ fn line_ending_vectors() -> Vec<Vector> {
             .events(before)
             .rest(rest)
     };
-    vec![
+    let mut vectors = vec![
         bad(
             "a bare LF after the request line: CVE-2019-16785 (waitress); CVE-2022-32214 (llhttp); RFC 9112 2.2",
             b"GET / HTTP/1.1\nHost: a\r\n\r\n",
@@ -1393,7 +1393,34 @@ fn line_ending_vectors() -> Vec<Vector> {
             b"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
             vec![head("GET / HTTP/1.1", Body::Empty), Ev::End],
         ),
-    ]
+    ];
+    // Each line end in turn a bare LF, in a head whose fields end with
+    // whitespace, with an empty value and with the framing fields: the
+    // server finds every one of them, wherever the line is.
+    let lines: [&[u8]; 7] = [
+        b"POST /a HTTP/1.1",
+        b"Host: a ",
+        b"X-Empty:",
+        b"Content-Length: 2\t",
+        b"Connection: keep-alive",
+        b"Y: b \t ",
+        b"",
+    ];
+    for bare in 0..lines.len() {
+        let mut input = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            input.extend_from_slice(line);
+            input.extend_from_slice(if i == bare { b"\n" } else { b"\r\n" });
+        }
+        input.extend_from_slice(b"ok");
+        vectors.push(bad(
+            "a bare LF at each line end in turn: RFC 9112 2.2",
+            &input,
+            LineEnding,
+            400,
+        ));
+    }
+    vectors
 }
 
 #[test]
