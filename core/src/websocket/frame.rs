@@ -181,6 +181,21 @@ pub(crate) fn write(
     at
 }
 
+/// The length of the header [`write`] makes for a `len`-byte payload.
+#[inline]
+pub(crate) fn head_len(len: usize, masked: bool) -> usize {
+    let n = match len {
+        0..=125 => 2,
+        126..=0xFFFF => 4,
+        _ => 10,
+    };
+    if masked {
+        n + 4
+    } else {
+        n
+    }
+}
+
 /// XORs `data` with the masking key, starting `offset` bytes into the
 /// payload (so a payload unmasked in pieces comes out the same as whole).
 /// Eight bytes at a time.
@@ -267,12 +282,13 @@ mod tests {
 
     #[test]
     fn written_headers_parse_back() {
-        for len in [0, 1, 125, 126, 65535, 65536, 1 << 40] {
+        for len in [0, 1, 124, 125, 126, 127, 65535, 65536, 1 << 40] {
             for mask in [None, Some([1, 2, 3, 4])] {
                 let mut out = [0; INLINE_FRAMING];
                 let n = write(&mut out, true, false, OpCode::Binary, len, mask);
                 let head = parse(&out[..n], false).unwrap().unwrap();
                 assert_eq!((head.len, head.mask, head.head_len), (len as u64, mask, n));
+                assert_eq!(head_len(len, mask.is_some()), n, "{len} bytes");
             }
         }
     }

@@ -7,7 +7,7 @@ use bytes::BytesMut;
 use crate::encoder::Frame;
 use crate::encoder::INLINE_FRAMING;
 use crate::error::{Refusal, Rejected};
-use crate::websocket::frame;
+use crate::websocket::frame::{self, OpCode};
 use crate::write::{Lane, Push, Ticket, WriteQueue};
 
 /// A whole message to push whose payload is borrowed: from
@@ -36,26 +36,18 @@ enum Inner<'a> {
 
 #[derive(Debug)]
 struct Copied<'a> {
-    head: [u8; INLINE_FRAMING],
-    head_len: u8,
+    /// The message's opcode (a final frame, uncompressed).
+    opcode: OpCode,
     mask: Option<[u8; 4]>,
     payload: &'a [u8],
 }
 
 impl<'a> SliceFrame<'a> {
-    /// A frame whose header `frame::write` made in `head`.
-    pub(crate) fn copied(
-        head: [u8; INLINE_FRAMING],
-        head_len: usize,
-        mask: Option<[u8; 4]>,
-        payload: &'a [u8],
-    ) -> Self {
-        debug_assert!(head_len <= frame::MAX_HEAD);
-        #[allow(clippy::cast_possible_truncation)] // at most 14
-        let head_len = head_len as u8;
+    /// A whole message of `opcode` whose header is written when it is
+    /// pushed, masked with `mask` (a client's).
+    pub(crate) fn copied(opcode: OpCode, mask: Option<[u8; 4]>, payload: &'a [u8]) -> Self {
         Self(Inner::Copy(Copied {
-            head,
-            head_len,
+            opcode,
             mask,
             payload,
         }))
@@ -70,19 +62,37 @@ impl<'a> SliceFrame<'a> {
 
 impl Copied<'_> {
     fn len(&self) -> usize {
-        usize::from(self.head_len) + self.payload.len()
+        frame::head_len(self.payload.len(), self.mask.is_some()) + self.payload.len()
     }
 
     /// Writes the header and the payload (masked, for a client) at the end
-    /// of `run`.
+    /// of `run`. The header is made here, not when the frame was: the
+    /// frame stays three words (a header carried from one to the other is
+    /// sixteen bytes zeroed, written and moved twice).
     #[inline(always)]
     fn fill(self, run: &mut BytesMut) {
-        // The common lengths as constants: a copy of 2 or 6 bytes is a
+        let first = 0x80 | self.opcode.bits();
+        // A short payload's header as a constant-length copy, which is a
         // move, where a length known only at run time is a call.
-        match self.head_len {
-            2 => run.extend_from_slice(&self.head[..2]),
-            6 => run.extend_from_slice(&self.head[..6]),
-            n => run.extend_from_slice(&self.head[..usize::from(n)]),
+        let len = self.payload.len();
+        match (u8::try_from(len), u16::try_from(len), self.mask) {
+            (Ok(short @ 0..=125), _, None) => run.extend_from_slice(&[first, short]),
+            (Ok(short @ 0..=125), _, Some([k0, k1, k2, k3])) => {
+                run.extend_from_slice(&[first, 0x80 | short, k0, k1, k2, k3]);
+            }
+            (_, Ok(mid), None) => {
+                let [l0, l1] = mid.to_be_bytes();
+                run.extend_from_slice(&[first, 126, l0, l1]);
+            }
+            (_, Ok(mid), Some([k0, k1, k2, k3])) => {
+                let [l0, l1] = mid.to_be_bytes();
+                run.extend_from_slice(&[first, 0x80 | 126, l0, l1, k0, k1, k2, k3]);
+            }
+            _ => {
+                let mut head = [0; INLINE_FRAMING];
+                let n = frame::write(&mut head, true, false, self.opcode, len, self.mask);
+                run.extend_from_slice(&head[..n]);
+            }
         }
         let at = run.len();
         run.extend_from_slice(self.payload);

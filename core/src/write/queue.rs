@@ -840,7 +840,10 @@ impl WriteQueue {
         let piece = self.config.piece_size;
         let mut slices = room.min(self.config.max_slices);
         let mut bytes = self.config.max_drain_bytes;
-        let mut plan = Plan::EMPTY;
+        // Built where it is kept: a plan built aside and then moved is
+        // read back whole right after its fields were written one by one,
+        // which the processor cannot forward from its stores.
+        self.plan = Plan::EMPTY;
         let mut cursors = [(0, 0); 2];
         // Bulk bytes that must go before urgent data: the rest of a push
         // in progress, and what a fence holds ahead.
@@ -893,12 +896,11 @@ impl WriteQueue {
                 |_, _, _| {},
             );
             bytes -= run;
-            plan.push(lane, run);
+            self.plan.push(lane, run);
             if run < limit && (slices == 0 || bytes == 0) {
                 break;
             }
         }
-        self.plan = plan;
     }
 
     /// Calls `put` with each piece of the current plan, in order, as

@@ -87,10 +87,7 @@ impl WebSocket {
             let compressed = deflate.compress(payload);
             return SliceFrame::built(self.frame(true, true, opcode, compressed));
         }
-        let mask = self.draw_mask();
-        let mut head = [0; INLINE_FRAMING];
-        let n = frame::write(&mut head, true, false, opcode, payload.len(), mask);
-        SliceFrame::copied(head, n, mask, payload)
+        SliceFrame::copied(opcode, self.draw_mask(), payload)
     }
 
     /// One frame of a message sent in pieces (never compressed): `first`
