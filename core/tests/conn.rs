@@ -1501,3 +1501,81 @@ fn a_fast_path_gives_what_the_full_poll_gives() {
     }
     assert!(fast_events > 0, "the fast path gave nothing");
 }
+
+/// Pushes of every size a queue holds in its own way (coalesced, kept by
+/// reference, longer than a piece), in numbers around the few slices a
+/// short queue is drained with and past them, drained by `write_with` or
+/// `write_io` with a writer that takes any amount: every byte goes out
+/// once, in order, and never more slices than [`SLICES`] at once.
+#[cfg(feature = "std")]
+mod drains {
+    use super::*;
+    use cleave_proto::conn::SLICES;
+    use std::io::IoSlice;
+
+    /// Takes up to `take` bytes of `slices` into `out`.
+    fn take_some(out: &mut Vec<u8>, slices: &[IoSlice<'_>], take: usize) -> usize {
+        assert!(!slices.is_empty() && slices.len() <= SLICES);
+        let mut left = take;
+        for slice in slices {
+            let n = slice.len().min(left);
+            out.extend_from_slice(&slice[..n]);
+            left -= n;
+            if left == 0 {
+                break;
+            }
+        }
+        take - left
+    }
+
+    fn size() -> impl Strategy<Value = usize> {
+        prop_oneof![0usize..64, 64usize..5000, 60_000usize..140_000]
+    }
+
+    proptest! {
+        #[test]
+        fn every_pushed_byte_goes_out_once_in_order_however_many_slices(
+            sizes in prop::collection::vec(size(), 0..24),
+            takes in prop::collection::vec(1usize..200_000, 1..8),
+            io in any::<bool>(),
+        ) {
+            let mut conn = Conn::new(Raw::new(), Duration::ZERO);
+            let mut want = Vec::new();
+            let mut got = Vec::new();
+            let mut turn = 0;
+            let mut drain_once = |conn: &mut Conn<Raw>, got: &mut Vec<u8>| -> usize {
+                let take = takes[turn % takes.len()];
+                turn += 1;
+                if io {
+                    let n = conn
+                        .write_io(Duration::ZERO, |slices| Ok(Some(take_some(got, slices, take))))
+                        .expect("the writer takes what it says");
+                    n.unwrap_or(0)
+                } else {
+                    conn.write_with(Duration::ZERO, |slices| {
+                        Ok::<_, Error>(take_some(got, slices, take))
+                    })
+                    .expect("the writer takes what it says")
+                }
+            };
+            for (i, &n) in sizes.iter().enumerate() {
+                let bytes: Vec<u8> = (0..n).map(|j| (i * 31 + j * 7) as u8).collect();
+                want.extend_from_slice(&bytes);
+                let mut item = Bytes::from(bytes);
+                loop {
+                    match conn.push(item) {
+                        Ok(_) => break,
+                        Err(full) => {
+                            prop_assert!(matches!(full.error(), Refusal::Full(_)));
+                            item = full.into_value();
+                            prop_assert!(drain_once(&mut conn, &mut got) > 0);
+                        }
+                    }
+                }
+            }
+            while drain_once(&mut conn, &mut got) > 0 {}
+            prop_assert!(conn.queue().is_empty());
+            prop_assert_eq!(got, want);
+        }
+    }
+}

@@ -101,13 +101,8 @@ impl<P: Protocol> Conn<P> {
         now: Duration,
         write: impl FnMut(&[IoSlice<'_>]) -> io::Result<Option<usize>>,
     ) -> Result<Option<usize>, ConnError> {
-        let outcome = {
-            let mut slices = [IoSlice::new(&[]); SLICES];
-            let n = self.poll_transmit(&mut slices);
-            if n == 0 {
-                return Ok(Some(0));
-            }
-            write_slices(&slices[..n], write)
+        let Some(outcome) = self.transmit(|slices| write_slices(slices, write)) else {
+            return Ok(Some(0));
         };
         match outcome {
             Ok(Some(n)) => {

@@ -606,13 +606,8 @@ impl<P: Protocol> Conn<P> {
         if self.farewell.is_none() && self.send.is_empty() {
             return Ok(0);
         }
-        let written = {
-            let mut slices = [std::io::IoSlice::new(&[]); SLICES];
-            let n = self.poll_transmit(&mut slices);
-            if n == 0 {
-                return Ok(0);
-            }
-            write(&slices[..n])
+        let Some(written) = self.transmit(write) else {
+            return Ok(0);
         };
         match written {
             Ok(n) => {
@@ -624,6 +619,32 @@ impl<P: Protocol> Conn<P> {
                 Err(e)
             }
         }
+    }
+
+    /// Calls `write` with the next slices to write, unless there are none.
+    /// A queue that needs few slices (the usual burst of small pushes,
+    /// coalesced into one run) gets them in a small array: the full
+    /// [`SLICES`] is a kilobyte to set up before every write.
+    #[cfg(feature = "std")]
+    pub(crate) fn transmit<R>(
+        &mut self,
+        write: impl FnOnce(&[std::io::IoSlice<'_>]) -> R,
+    ) -> Option<R> {
+        if self.farewell.is_none() && self.send.needs_at_most(FEW_SLICES) {
+            self.transmit_in::<FEW_SLICES, R>(write)
+        } else {
+            self.transmit_in::<SLICES, R>(write)
+        }
+    }
+
+    #[cfg(feature = "std")]
+    fn transmit_in<const N: usize, R>(
+        &mut self,
+        write: impl FnOnce(&[std::io::IoSlice<'_>]) -> R,
+    ) -> Option<R> {
+        let mut slices = [std::io::IoSlice::new(&[]); N];
+        let n = self.poll_transmit(&mut slices);
+        (n > 0).then(|| write(&slices[..n]))
     }
 
     /// Queues the protocol's last frame, after what the application
@@ -664,6 +685,10 @@ impl<P: Protocol> Conn<P> {
 /// How many slices one write hands the OS.
 #[cfg(feature = "std")]
 pub const SLICES: usize = 64;
+
+/// The slices set up for a write when the queue needs no more.
+#[cfg(feature = "std")]
+const FEW_SLICES: usize = 4;
 
 mod framed;
 pub use framed::{Framed, Raw, WriteOnly};

@@ -303,6 +303,26 @@ impl WriteQueue {
         self.bulk.pending + self.urgent.as_ref().map_or(0, |q| q.pending)
     }
 
+    /// Whether a drain can use at most `n` slices: the entries of both
+    /// lanes and their run buffers are at most `n`, and none is longer
+    /// than a piece. A writer that sets up its slices afresh for each
+    /// write sets up that many then (a burst of small pushes coalesced
+    /// into one run needs one, and `SLICES` of them is a kilobyte
+    /// zeroed).
+    #[cfg(feature = "std")]
+    pub(crate) fn needs_at_most(&self, n: usize) -> bool {
+        let lane = |q: &LaneQueue| q.entries.len() + usize::from(!q.staging.is_empty());
+        let count = lane(&self.bulk) + self.urgent.as_deref().map_or(0, lane);
+        count <= n && self.pending_below_piece()
+    }
+
+    /// Whether every pending byte fits in one piece (so that no entry is
+    /// cut into more slices than one).
+    #[cfg(feature = "std")]
+    fn pending_below_piece(&self) -> bool {
+        self.len() <= self.config.piece_size
+    }
+
     /// Whether nothing is pending.
     #[must_use]
     pub fn is_empty(&self) -> bool {
