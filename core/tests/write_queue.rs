@@ -232,6 +232,47 @@ fn small_writes_are_coalesced_into_one_slice() {
     assert_eq!(slices[0].len(), 1000);
 }
 
+/// Inline framing of every length (0 to 16 bytes) is copied in exactly,
+/// however little room the run buffer has left: enough frames to fill
+/// several of its blocks, so that each lands at every distance from a
+/// block's end.
+#[test]
+fn inline_framing_is_copied_exactly_up_to_the_end_of_a_run_block() {
+    let config = WriteQueueConfig::default()
+        .max_items(100_000)
+        .unwrap()
+        .max_bytes(1 << 20)
+        .unwrap();
+    let mut queue = WriteQueue::with_config(config);
+    let mut want = Vec::new();
+    for i in 0..12_000usize {
+        let head: Vec<u8> = (0..i % 17).map(|j| (i + j) as u8).collect();
+        let tail: Vec<u8> = (0..(i / 17) % 17).map(|j| (i * 3 + j) as u8).collect();
+        let body = Bytes::from(vec![b'x'; i % 5]);
+        want.extend_from_slice(&head);
+        want.extend_from_slice(&body);
+        want.extend_from_slice(&tail);
+        queue
+            .push_frame(Frame::with_framing(&head, body, &tail))
+            .expect("room");
+    }
+    let mut got = Vec::new();
+    loop {
+        let mut slices = [&b""[..]; 64];
+        let n = queue.chunks(&mut slices);
+        if n == 0 {
+            break;
+        }
+        let taken: usize = slices[..n].iter().map(|s| s.len()).sum();
+        for slice in &slices[..n] {
+            got.extend_from_slice(slice);
+        }
+        queue.advance(taken).unwrap();
+    }
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "the bytes differ");
+}
+
 /// A slice is copied in, in its place among the other pushes, whatever
 /// its length and the coalescing threshold; its ticket completes when its
 /// last byte is written; a refused one comes back as it was.
