@@ -4,7 +4,7 @@ use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use bytes::{Bytes, BytesMut};
 
-use crate::encoder::{Frame, Part, INLINE_FRAMING};
+use crate::encoder::{Frame, Part};
 use crate::error::{Refusal, Rejected};
 use crate::write::config::WriteQueueConfig;
 
@@ -612,28 +612,10 @@ impl WriteQueue {
     #[inline(always)]
     fn append_part(&mut self, lane: Lane, part: Part) {
         match part {
-            Part::Inline { len: 0, .. } => {}
-            Part::Inline { bytes, len } => self.stage_inline(lane, &bytes, usize::from(len)),
+            Part::Inline { .. } if part.as_slice().is_empty() => {}
+            Part::Inline { .. } => self.stage(lane, part.as_slice()),
             Part::Shared(bytes) if bytes.is_empty() => {}
             Part::Shared(bytes) => self.append(lane, bytes),
-        }
-    }
-
-    /// Copies the first `len` bytes of inline framing into the lane's run
-    /// buffer: all of the array when the buffer has room for it, then the
-    /// bytes past `len` taken off again. A copy of a constant length is a
-    /// move, where one of a length known only at run time (two bytes of a
-    /// WebSocket header, say) is a call to `memcpy`.
-    #[inline(always)]
-    fn stage_inline(&mut self, lane: Lane, bytes: &[u8; INLINE_FRAMING], len: usize) {
-        let len = len.min(INLINE_FRAMING);
-        let run = self.run_buffer(lane, len);
-        if run.capacity() - run.len() >= INLINE_FRAMING {
-            let end = run.len() + len;
-            run.extend_from_slice(bytes);
-            run.truncate(end);
-        } else {
-            run.extend_from_slice(&bytes[..len]);
         }
     }
 
