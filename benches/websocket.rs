@@ -52,15 +52,16 @@
 //!   length known only at run time is a call to `memcpy`, and writing
 //!   headers that way made the bound twice as slow for 40-byte messages)
 //!   and copies each payload after it into a buffer of its own, and hands
-//!   the burst to the socket in one write; a payload of 1 KiB or more it
-//!   hands over by reference, in a vectored write with its header.
+//!   the burst to the socket in one write; payloads of 1 KiB or more it
+//!   hands over by reference, in the same write (a vectored one).
 //! - `encode_client_128b`: the 128-byte messages written by a client,
 //!   masked: cleave masks each payload into a copy of its own (the one
 //!   copy it makes on purpose), `cleave_slice` copies it into the queue's
 //!   run buffer and masks it there; tungstenite copies it into its write
 //!   buffer and masks it there; the lower bound copies it into its
-//!   buffer and masks it there, and writes each burst as for a server. All draw their masks alike, from
-//!   rand's thread-local generator (`rand::random`, tungstenite's source).
+//!   buffer and masks it there, and writes each burst as for a server.
+//!   All draw their masks alike, from rand's thread-local generator
+//!   (`rand::random`, tungstenite's source).
 //!
 //! After each group, the variants run again in turns and a summary gives
 //! the median time per message of each and cleave's ratios. A counting
@@ -1183,8 +1184,11 @@ fn tungstenite_encode(ws: &mut Tungstenite<Sink>, messages: &[Message]) -> usize
 }
 
 /// Payloads from this size on, the lower bound hands to the socket by
-/// reference (a vectored write of the header and the payload) rather than
-/// copying them into its buffer first: for each group, the cheaper way.
+/// reference rather than copying them into its buffer first: a copy
+/// cleave does not make either (its queue keeps payloads from
+/// `coalesce_below`, 512 bytes, by reference). The groups' payloads are
+/// 40 and 128 bytes or 16 KiB, so where between the two the line falls
+/// changes nothing.
 const BY_REFERENCE: usize = 1024;
 
 /// The lower bound: each header written (at a constant length, as cleave
@@ -1192,8 +1196,9 @@ const BY_REFERENCE: usize = 1024;
 /// sized once and reused; each burst handed to the socket in one write
 /// (the copy into the kernel, which every variant pays: the lower bound
 /// used to write straight into the sink's buffer, as no program outside
-/// the kernel can). A large payload goes out by reference, after what
-/// the buffer holds.
+/// the kernel can). Large payloads go out by reference in the same
+/// write: a vectored one, of the buffer's pieces between them and the
+/// payloads.
 #[inline(never)]
 fn lower_bound_encode(
     sink: &mut Sink,
@@ -1204,21 +1209,37 @@ fn lower_bound_encode(
     let before = sink.written;
     let opcode = opcode(kind);
     for burst in payloads.chunks(BURST) {
+        // Where the buffer stood when each large payload came.
+        let mut cuts = [0; BURST];
+        let mut large = 0;
         for payload in burst {
             put_head(staged, opcode, payload.len(), None);
             if payload.len() < BY_REFERENCE {
                 staged.extend_from_slice(payload);
             } else {
-                let slices = [IoSlice::new(staged), IoSlice::new(payload)];
-                let n = sink.write_vectored(&slices).expect("the sink takes all");
-                assert_eq!(n, staged.len() + payload.len(), "the sink takes all");
-                staged.clear();
+                cuts[large] = staged.len();
+                large += 1;
             }
         }
-        if !staged.is_empty() {
+        if large == 0 {
             sink.write_all(staged).expect("the sink takes all");
-            staged.clear();
+        } else {
+            let mut slices = [IoSlice::new(&[]); 2 * BURST + 1];
+            let (mut n, mut from) = (0, 0);
+            let mut payloads = burst.iter().filter(|p| p.len() >= BY_REFERENCE);
+            for (&cut, payload) in cuts[..large].iter().zip(&mut payloads) {
+                slices[n] = IoSlice::new(&staged[from..cut]);
+                slices[n + 1] = IoSlice::new(payload);
+                (n, from) = (n + 2, cut);
+            }
+            slices[n] = IoSlice::new(&staged[from..]);
+            let want: usize = slices[..=n].iter().map(|s| s.len()).sum();
+            let wrote = sink
+                .write_vectored(&slices[..=n])
+                .expect("the sink takes all");
+            assert_eq!(wrote, want, "the sink takes all");
         }
+        staged.clear();
         sink.sent();
     }
     sink.written - before

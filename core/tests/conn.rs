@@ -1506,16 +1506,47 @@ fn a_fast_path_gives_what_the_full_poll_gives() {
 /// reference, longer than a piece), in numbers around the few slices a
 /// short queue is drained with and past them, drained by `write_with` or
 /// `write_io` with a writer that takes any amount: every byte goes out
-/// once, in order, and never more slices than [`SLICES`] at once.
+/// once, in order; and whenever the pending pushes surely fit in
+/// [`SLICES`] slices, a write offers all that is pending (up to the
+/// drain's byte limit), whether it was set up with few slices or many.
 #[cfg(feature = "std")]
 mod drains {
     use super::*;
     use cleave_proto::conn::SLICES;
+    use std::collections::VecDeque;
     use std::io::IoSlice;
 
-    /// Takes up to `take` bytes of `slices` into `out`.
-    fn take_some(out: &mut Vec<u8>, slices: &[IoSlice<'_>], take: usize) -> usize {
-        assert!(!slices.is_empty() && slices.len() <= SLICES);
+    const PIECE: usize = 64 * 1024;
+    const MAX_DRAIN: usize = 1024 * 1024;
+
+    /// What a write should offer, if the pending pushes (their unwritten
+    /// bytes, oldest first) surely fit in `SLICES` slices: each push is
+    /// at most one entry of its own or part of a run, an entry is cut
+    /// into pieces of `PIECE` bytes, and a run buffer and a cut at a
+    /// push boundary add one each.
+    fn must_offer(pending: &VecDeque<usize>) -> Option<usize> {
+        let slices: usize = pending
+            .iter()
+            .map(|&n| n.div_ceil(PIECE) + 1)
+            .sum::<usize>()
+            + 2;
+        let bytes: usize = pending.iter().sum();
+        (slices <= SLICES).then_some(bytes.min(MAX_DRAIN))
+    }
+
+    /// Takes up to `take` bytes of `slices` into `out`, after checking
+    /// that they offer `offer` bytes if that is known.
+    fn take_some(
+        out: &mut Vec<u8>,
+        slices: &[IoSlice<'_>],
+        take: usize,
+        offer: Option<usize>,
+    ) -> usize {
+        let offered: usize = slices.iter().map(|s| s.len()).sum();
+        assert!(offered > 0);
+        if let Some(offer) = offer {
+            assert_eq!(offered, offer, "{} slices offered", slices.len());
+        }
         let mut left = take;
         for slice in slices {
             let n = slice.len().min(left);
@@ -1528,8 +1559,62 @@ mod drains {
         take - left
     }
 
+    /// Takes `n` written bytes off the front of the pending pushes.
+    fn written(pending: &mut VecDeque<usize>, mut n: usize) {
+        while n > 0 {
+            let front = pending.front_mut().expect("no more written than pushed");
+            let k = n.min(*front);
+            *front -= k;
+            n -= k;
+            if *front == 0 {
+                pending.pop_front();
+            }
+        }
+    }
+
+    /// A push half written inside a run of coalesced pushes: the drain
+    /// cuts that run at the push's end, and the run takes two slices.
+    /// Four entries then need five.
+    #[test]
+    fn a_run_cut_at_a_push_boundary_is_counted_twice() {
+        for io in [false, true] {
+            let mut conn = Conn::new(Raw::new(), Duration::ZERO);
+            let sizes = [10, 10, 2000, 10, 2000]; // a run of two, one, a run of one, one
+            let mut want = Vec::new();
+            for (i, &n) in sizes.iter().enumerate() {
+                let bytes = vec![b'a' + i as u8; n];
+                want.extend_from_slice(&bytes);
+                conn.push(Bytes::from(bytes)).expect("room");
+            }
+            let mut got = Vec::new();
+            let mut takes = [5, usize::MAX].into_iter();
+            let mut offers = Vec::new();
+            loop {
+                let take = takes.next().unwrap_or(usize::MAX);
+                let mut write = |slices: &[IoSlice<'_>]| {
+                    offers.push(slices.iter().map(|s| s.len()).sum::<usize>());
+                    take_some(&mut got, slices, take, None)
+                };
+                let n = if io {
+                    conn.write_io(Duration::ZERO, |slices| Ok(Some(write(slices))))
+                        .expect("taken")
+                        .unwrap_or(0)
+                } else {
+                    conn.write_with(Duration::ZERO, |slices| Ok::<_, Error>(write(slices)))
+                        .expect("taken")
+                };
+                if n == 0 {
+                    break;
+                }
+            }
+            assert_eq!(got, want);
+            // After the first 5 bytes, the second write offers all the rest.
+            assert_eq!(offers, [want.len(), want.len() - 5], "io: {io}");
+        }
+    }
+
     fn size() -> impl Strategy<Value = usize> {
-        prop_oneof![0usize..64, 64usize..5000, 60_000usize..140_000]
+        prop_oneof![1usize..64, 64usize..5000, 60_000usize..140_000]
     }
 
     proptest! {
@@ -1542,21 +1627,24 @@ mod drains {
             let mut conn = Conn::new(Raw::new(), Duration::ZERO);
             let mut want = Vec::new();
             let mut got = Vec::new();
+            let mut pending = VecDeque::new();
             let mut turn = 0;
-            let mut drain_once = |conn: &mut Conn<Raw>, got: &mut Vec<u8>| -> usize {
+            let mut drain_once = |conn: &mut Conn<Raw>, got: &mut Vec<u8>, pending: &mut VecDeque<usize>| -> usize {
                 let take = takes[turn % takes.len()];
                 turn += 1;
-                if io {
-                    let n = conn
-                        .write_io(Duration::ZERO, |slices| Ok(Some(take_some(got, slices, take))))
-                        .expect("the writer takes what it says");
-                    n.unwrap_or(0)
+                let offer = must_offer(pending);
+                let n = if io {
+                    conn.write_io(Duration::ZERO, |slices| Ok(Some(take_some(got, slices, take, offer))))
+                        .expect("the writer takes what it says")
+                        .unwrap_or(0)
                 } else {
                     conn.write_with(Duration::ZERO, |slices| {
-                        Ok::<_, Error>(take_some(got, slices, take))
+                        Ok::<_, Error>(take_some(got, slices, take, offer))
                     })
                     .expect("the writer takes what it says")
-                }
+                };
+                written(pending, n);
+                n
             };
             for (i, &n) in sizes.iter().enumerate() {
                 let bytes: Vec<u8> = (0..n).map(|j| (i * 31 + j * 7) as u8).collect();
@@ -1568,13 +1656,14 @@ mod drains {
                         Err(full) => {
                             prop_assert!(matches!(full.error(), Refusal::Full(_)));
                             item = full.into_value();
-                            prop_assert!(drain_once(&mut conn, &mut got) > 0);
+                            prop_assert!(drain_once(&mut conn, &mut got, &mut pending) > 0);
                         }
                     }
                 }
+                pending.push_back(n);
             }
-            while drain_once(&mut conn, &mut got) > 0 {}
-            prop_assert!(conn.queue().is_empty());
+            while drain_once(&mut conn, &mut got, &mut pending) > 0 {}
+            prop_assert!(conn.queue().is_empty() && pending.is_empty());
             prop_assert_eq!(got, want);
         }
     }

@@ -1396,30 +1396,59 @@ fn line_ending_vectors() -> Vec<Vector> {
     ];
     // Each line end in turn a bare LF, in a head whose fields end with
     // whitespace, with an empty value and with the framing fields: the
-    // server finds every one of them, wherever the line is.
-    let lines: [&[u8]; 7] = [
-        b"POST /a HTTP/1.1",
-        b"Host: a ",
-        b"X-Empty:",
-        b"Content-Length: 2\t",
-        b"Connection: keep-alive",
-        b"Y: b \t ",
-        b"",
+    // server finds every one of them, wherever the line is. The same head
+    // with CRLF throughout is taken, so each of them is refused for its
+    // line end alone.
+    let lines: [(&[u8], &'static str); 7] = [
+        (
+            b"POST /a HTTP/1.1",
+            "a bare LF after the request line, before fields",
+        ),
+        (b"Host: a ", "a bare LF after a value and a space"),
+        (b"X-Empty:", "a bare LF after an empty value"),
+        (
+            b"Content-Length: 2\t",
+            "a bare LF after a framing field and a tab",
+        ),
+        (b"Connection: keep-alive", "a bare LF after a value"),
+        (b"Y: b \t ", "a bare LF after the last field's whitespace"),
+        (b"", "a bare LF as the empty line after fields"),
     ];
-    for bare in 0..lines.len() {
+    let head_with = |bare: Option<usize>| {
         let mut input = Vec::new();
-        for (i, line) in lines.iter().enumerate() {
+        for (i, (line, _)) in lines.iter().enumerate() {
             input.extend_from_slice(line);
-            input.extend_from_slice(if i == bare { b"\n" } else { b"\r\n" });
+            input.extend_from_slice(if Some(i) == bare { b"\n" } else { b"\r\n" });
         }
         input.extend_from_slice(b"ok");
-        vectors.push(bad(
-            "a bare LF at each line end in turn: RFC 9112 2.2",
-            &input,
-            LineEnding,
-            400,
-        ));
+        input
+    };
+    vectors.push(ok(
+        "the head of the bare-LF family, CRLF throughout: RFC 9112 2.2",
+        &head_with(None),
+        vec![
+            head("POST /a HTTP/1.1", Body::Length(2)),
+            data(b"ok"),
+            Ev::End,
+        ],
+    ));
+    for (bare, (_, source)) in lines.iter().enumerate() {
+        vectors.push(bad(source, &head_with(Some(bare)), LineEnding, 400));
     }
+    // A head with no field: the start line's end is judged with the
+    // empty line's.
+    vectors.push(bad(
+        "a bare LF after the request line of a head with no field",
+        b"GET / HTTP/1.0\n\r\n",
+        LineEnding,
+        400,
+    ));
+    vectors.push(bad(
+        "a bare LF as the empty line of a head with no field",
+        b"GET / HTTP/1.0\r\n\n",
+        LineEnding,
+        400,
+    ));
     vectors
 }
 

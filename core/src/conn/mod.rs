@@ -682,7 +682,8 @@ impl<P: Protocol> Conn<P> {
     }
 }
 
-/// How many slices one write hands the OS.
+/// The most slices one write hands the OS (a write from a queue that
+/// needs few gets a smaller array).
 #[cfg(feature = "std")]
 pub const SLICES: usize = 64;
 

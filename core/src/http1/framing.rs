@@ -93,22 +93,21 @@ impl<'h> Framing<'h> {
         let mut f = Framing::default();
         for h in headers {
             let name = h.name.as_bytes();
-            // Most fields frame nothing: the value is looked at only for
-            // those that do. httparse took the whitespace around it off.
+            // httparse took the whitespace around the value off.
             debug_assert_eq!(crate::http1::head::trim_ows(h.value), h.value);
-            let value = || h.value;
+            let value = h.value;
             let at = || Span::of(h.value, head).at as usize;
             match name.len() {
                 4 if is_name(name, b"host") => {
                     f.hosts += 1;
-                    f.host = Some(value());
+                    f.host = Some(value);
                 }
                 6 if is_name(name, b"expect") => {
-                    f.expect_continue |= is_name(value(), b"100-continue");
+                    f.expect_continue |= is_name(value, b"100-continue");
                 }
                 7 if is_name(name, b"upgrade") => f.upgrade = true,
                 10 if is_name(name, b"connection") => {
-                    for token in elements(value()) {
+                    for token in elements(value) {
                         if is_name(token, b"close") {
                             f.close = true;
                         } else if is_name(token, b"keep-alive") {
@@ -120,7 +119,7 @@ impl<'h> Framing<'h> {
                 }
                 14 if framed && is_name(name, b"content-length") => {
                     let mut any = false;
-                    for element in value().split(|&b| b == b',') {
+                    for element in value.split(|&b| b == b',') {
                         let element = crate::http1::head::trim_ows(element);
                         let n = parse_length(element)
                             .ok_or_else(|| Bad::Field(HttpField::ContentLength, at()))?;
@@ -139,7 +138,7 @@ impl<'h> Framing<'h> {
                     f.te = true;
                     // Every element, empty ones too: `chunked,` is not
                     // `chunked` to every parser a message may cross.
-                    let codings = value().split(|&b| b == b',');
+                    let codings = value.split(|&b| b == b',');
                     for coding in codings.map(crate::http1::head::trim_ows) {
                         if coding.is_empty() || f.chunked_last {
                             // Anything after chunked (chunked again too).

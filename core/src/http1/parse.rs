@@ -44,8 +44,9 @@ fn version_end(head: &[u8], target: &[u8]) -> usize {
 
 /// Whether every line of a head httparse took ends in CRLF. httparse
 /// takes a bare LF as a line end (and nothing else: a bare CR anywhere is
-/// its error), and each field name starts right where its line starts (it
-/// refuses whitespace there, and obs-fold in a request). So the line
+/// its error), and with its defaults each field name starts right where
+/// its line starts (it refuses whitespace there, and obs-fold in a
+/// request, and skips no invalid line). So the line
 /// before a field ends in CRLF when the two bytes before its name are
 /// CRLF, and the last field line (or, with no field, the start line) and
 /// the empty line when the head ends with two CRLFs. One look a field,
@@ -84,6 +85,10 @@ pub(crate) fn parse_request_inline(
 ) -> Result<(usize, RequestParts), Bad> {
     let max_headers = config.get_max_headers().min(MAX_HEADERS);
     let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    // httparse's defaults, which `lines_end_in_crlf` and `Framing::read`
+    // rely on: no obs-fold, no invalid field line skipped
+    // (`ignore_invalid_headers_in_requests`), each name where its line
+    // starts, each value without the whitespace around it.
     let mut req = httparse::Request::new(&mut []);
     let parsed = req.parse_with_uninit_headers(buf, &mut slots[..max_headers]);
     let len = match parsed {

@@ -13,8 +13,9 @@ use crate::write::{Lane, Push, Ticket, WriteQueue};
 /// A whole message to push whose payload is borrowed: from
 /// [`WebSocket::message_slice`](crate::websocket::WebSocket::message_slice).
 ///
-/// Pushed, its header and payload are copied into the lane's run buffer
-/// (a client's payload masked there, in the same pass): one copy, and no
+/// Pushed, its header is written into the lane's run buffer and its
+/// payload copied after it (a client's masked there, in the same pass):
+/// one copy, and no
 /// [`Bytes`](bytes::Bytes) made or dropped. For small messages that is
 /// what the queue does with a `Bytes` payload anyway (it copies pushes
 /// below [`coalesce_below`](crate::WriteQueueConfig::coalesce_below)), less
@@ -27,7 +28,7 @@ pub struct SliceFrame<'a>(Inner<'a>);
 
 #[derive(Debug)]
 enum Inner<'a> {
-    /// The header made, the payload still the caller's.
+    /// The header still to write, the payload still the caller's.
     Copy(Copied<'a>),
     /// A compressed message: the payload is a new buffer already.
     #[cfg(feature = "deflate")]
@@ -66,14 +67,15 @@ impl Copied<'_> {
     }
 
     /// Writes the header and the payload (masked, for a client) at the end
-    /// of `run`. The header is made here, not when the frame was: the
-    /// frame stays three words (a header carried from one to the other is
-    /// sixteen bytes zeroed, written and moved twice).
+    /// of `run`. The header is made here, not when the frame was: a
+    /// `Copied` stays three words (a header carried from one to the other
+    /// is sixteen bytes zeroed, written and moved twice).
     #[inline(always)]
     fn fill(self, run: &mut BytesMut) {
         let first = 0x80 | self.opcode.bits();
-        // A short payload's header as a constant-length copy, which is a
-        // move, where a length known only at run time is a call.
+        // The header of a 7- or 16-bit length as a copy of a constant
+        // length, which is a move, where a length known only at run time
+        // is a call to `memcpy`.
         let len = self.payload.len();
         match (u8::try_from(len), u16::try_from(len), self.mask) {
             (Ok(short @ 0..=125), _, None) => run.extend_from_slice(&[first, short]),

@@ -27,24 +27,25 @@ impl Plan {
 }
 
 impl WriteQueue {
-    /// Whether a drain can use at most `n` slices: the entries of both
-    /// lanes and their run buffers are at most `n`, and none is longer
-    /// than a piece. A writer that sets up its slices afresh for each
-    /// write sets up that many then (a burst of small pushes coalesced
-    /// into one run needs one, and `SLICES` of them is a kilobyte
-    /// zeroed).
+    /// Whether `n` slices are enough for the next drain to offer all it
+    /// would offer with any number: the entries of both lanes and their
+    /// run buffers number at most `n` (two fewer when a push is half
+    /// written or a fence holds bulk bytes back: the plan then cuts the
+    /// bulk lane, or the urgent one, at a push boundary, and an entry
+    /// cut there takes two slices), and all pending bytes fit in one
+    /// piece (so no entry is cut into pieces). A writer that sets up its
+    /// slices afresh for each write sets up that many then: a burst of
+    /// small pushes coalesced into one run needs one, and
+    /// [`SLICES`](crate::conn::SLICES) of them is a kilobyte zeroed. Too
+    /// few slices would only make a write offer less.
     #[cfg(feature = "std")]
     pub(crate) fn needs_at_most(&self, n: usize) -> bool {
         let lane = |q: &LaneQueue| q.entries.len() + usize::from(!q.staging.is_empty());
-        let count = lane(&self.bulk) + self.urgent.as_deref().map_or(0, lane);
-        count <= n && self.pending_below_piece()
-    }
-
-    /// Whether every pending byte fits in one piece (so that no entry is
-    /// cut into more slices than one).
-    #[cfg(feature = "std")]
-    fn pending_below_piece(&self) -> bool {
-        self.len() <= self.config.piece_size
+        let urgent = self.urgent.as_deref();
+        let cut =
+            self.bulk.mid_frame() || self.fence > 0 || urgent.is_some_and(LaneQueue::mid_frame);
+        let count = lane(&self.bulk) + urgent.map_or(0, lane) + 2 * usize::from(cut);
+        count <= n && self.len() <= self.config.piece_size
     }
 
     /// Fills `out` with the next slices to write and returns how many it
