@@ -290,9 +290,7 @@ fn put_head(buf: &mut Vec<u8>, opcode: u8, len: usize, key: Option<[u8; 4]>) {
 /// XORs `data` with `key`, 8 bytes at a time.
 #[inline(always)]
 fn mask(data: &mut [u8], key: [u8; 4]) {
-    let wide = u64::from_ne_bytes([
-        key[0], key[1], key[2], key[3], key[0], key[1], key[2], key[3],
-    ]);
+    let wide = u64::from(u32::from_ne_bytes(key)) * 0x1_0000_0001;
     let mut words = data.chunks_exact_mut(8);
     for word in &mut words {
         let mut bytes = [0; 8];
