@@ -202,19 +202,22 @@ pub(crate) fn head_len(len: usize, masked: bool) -> usize {
 #[inline]
 pub(crate) fn apply_mask(data: &mut [u8], key: [u8; 4], offset: u64) {
     #[allow(clippy::cast_possible_truncation)] // below 4
-    let shift = (offset % 4) as u32;
-    // The key from `offset` on, as the little-endian number it is in
-    // memory, twice over: a rotation and a multiplication, where eight
-    // bytes picked one by one were a shift and an `or` each.
-    let key = u32::from_le_bytes(key).rotate_right(8 * shift);
-    let wide = u64::from(key) * 0x1_0000_0001;
+    let shift = (offset % 4) as usize;
+    let key = [
+        key[shift % 4],
+        key[(shift + 1) % 4],
+        key[(shift + 2) % 4],
+        key[(shift + 3) % 4],
+    ];
+    let wide = u64::from_ne_bytes([
+        key[0], key[1], key[2], key[3], key[0], key[1], key[2], key[3],
+    ]);
     let mut words = data.chunks_exact_mut(8);
     for word in &mut words {
         let mut bytes = [0; 8];
         bytes.copy_from_slice(word);
-        word.copy_from_slice(&(u64::from_le_bytes(bytes) ^ wide).to_le_bytes());
+        word.copy_from_slice(&(u64::from_ne_bytes(bytes) ^ wide).to_ne_bytes());
     }
-    let key = key.to_le_bytes();
     for (i, byte) in words.into_remainder().iter_mut().enumerate() {
         *byte ^= key[i % 4];
     }
