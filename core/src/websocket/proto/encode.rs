@@ -16,8 +16,8 @@ impl WebSocket {
     /// in place when the `Bytes` is the only handle to its memory (a
     /// buffer built for this message), else into a copy, so that no other
     /// holder sees masked bytes. With permessage-deflate negotiated the message
-    /// is compressed (unless shorter than
-    /// [`DeflateConfig::min_size`](crate::websocket::DeflateConfig::min_size)).
+    /// is compressed (unless shorter than `DeflateConfig::min_size`, with
+    /// the `deflate` feature).
     ///
     /// With context takeover, each compressed frame refers to the ones
     /// made before it: push every frame this makes, in the order it made
