@@ -100,20 +100,7 @@ pub(super) fn invalid(field: WsField) -> Error {
 pub(super) fn elements<'a>(
     fields: impl Iterator<Item = &'a [u8]> + 'a,
 ) -> impl Iterator<Item = &'a [u8]> + 'a {
-    fields
-        .flat_map(|value| value.split(|&b| b == b','))
-        .map(trim)
-        .filter(|e| !e.is_empty())
-}
-
-pub(super) fn trim(mut value: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = value {
-        value = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = value {
-        value = rest;
-    }
-    value
+    fields.flat_map(crate::http1::framing::elements)
 }
 
 /// Whether a list holds `token`, compared without case.
