@@ -19,7 +19,11 @@ use crate::write::queue::{Lane, Ticket, WriteQueue};
 /// use cleave_proto::{Bytes, Frame, WriteQueue};
 ///
 /// fn queue_all<I: Push>(queue: &mut WriteQueue, items: Vec<I>) -> usize {
-///     items.into_iter().filter(|_| true).map(|item| item.push_into(queue, Lane::Bulk)).filter(Result::is_ok).count()
+///     items
+///         .into_iter()
+///         .map(|item| item.push_into(queue, Lane::Bulk))
+///         .filter(Result::is_ok)
+///         .count()
 /// }
 /// let mut queue = WriteQueue::new();
 /// assert_eq!(queue_all(&mut queue, vec![Bytes::from_static(b"a")]), 1);

@@ -452,6 +452,16 @@ impl WriteQueue {
         }
     }
 
+    /// Whether `lane` takes a push of `len` bytes now; a refusal for room
+    /// is remembered for [`take_refused`](Self::take_refused). Every push
+    /// starts here, and gives its value back with the reason if refused.
+    #[inline(always)]
+    fn check(&mut self, lane: Lane, len: usize) -> Result<(), Refusal> {
+        let admitted = self.admit(lane, len);
+        self.refused |= matches!(admitted, Err(Refusal::Full(_)));
+        admitted
+    }
+
     #[inline(always)]
     fn admit(&self, lane: Lane, len: usize) -> Result<(), Refusal> {
         if self.closed {
@@ -471,8 +481,7 @@ impl WriteQueue {
 
     #[inline(always)]
     fn push_in(&mut self, lane: Lane, bytes: Bytes) -> Result<Ticket, Rejected<Bytes, Refusal>> {
-        if let Err(e) = self.admit(lane, bytes.len()) {
-            self.refused |= matches!(e, Refusal::Full(_));
+        if let Err(e) = self.check(lane, bytes.len()) {
             return Err(Rejected::new(e, bytes));
         }
         let ticket = self.account(lane, bytes.len());
@@ -490,8 +499,7 @@ impl WriteQueue {
         lane: Lane,
         bytes: &'a [u8],
     ) -> Result<Ticket, Rejected<&'a [u8], Refusal>> {
-        if let Err(e) = self.admit(lane, bytes.len()) {
-            self.refused |= matches!(e, Refusal::Full(_));
+        if let Err(e) = self.check(lane, bytes.len()) {
             return Err(Rejected::new(e, bytes));
         }
         let ticket = self.account(lane, bytes.len());
@@ -514,8 +522,7 @@ impl WriteQueue {
         len: usize,
         fill: impl FnOnce(T, &mut BytesMut),
     ) -> Result<Ticket, Rejected<T, Refusal>> {
-        if let Err(e) = self.admit(lane, len) {
-            self.refused |= matches!(e, Refusal::Full(_));
+        if let Err(e) = self.check(lane, len) {
             return Err(Rejected::new(e, value));
         }
         let ticket = self.account(lane, len);
@@ -541,8 +548,7 @@ impl WriteQueue {
         lane: Lane,
         frame: Frame,
     ) -> Result<Ticket, Rejected<Frame, Refusal>> {
-        if let Err(e) = self.admit(lane, frame.len()) {
-            self.refused |= matches!(e, Refusal::Full(_));
+        if let Err(e) = self.check(lane, frame.len()) {
             return Err(Rejected::new(e, frame));
         }
         Ok(self.append_frame(lane, frame))
