@@ -4,6 +4,8 @@
 //! a hand-written lower bound, on the same input cut into the same pieces,
 //! so one run gives the ratios.
 
+pub mod alloc;
+
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::pin;

@@ -36,7 +36,6 @@
 //! Run: `cargo run --release -p cleave-benches --features deflate --bin ws_idle_memory`
 //! (`-- --help` for the options).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::future::poll_fn;
 use std::io::{self, BufRead, BufReader, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
@@ -48,6 +47,7 @@ use std::sync::mpsc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use cleave_benches::alloc::{live_heap, Counting};
 use cleave_proto::http1::{Request, Server as Http1Server, ServerEvent};
 use cleave_proto::websocket::{self, AcceptConfig, Kind, WebSocket, WsConfig, WsEvent};
 use cleave_proto::{ConnConfig, ConnError, Frame, RecvBufConfig};
@@ -82,59 +82,9 @@ const MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
 // Counting allocator
 // ---------------------------------------------------------------------------
 
-/// The system allocator, counting the bytes asked for and given back.
-struct Counting;
-
-static ALLOCATED: AtomicU64 = AtomicU64::new(0);
-static FREED: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call goes to `System` unchanged; the counters only watch.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller keeps `GlobalAlloc::alloc`'s contract.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            ALLOCATED.fetch_add(layout.size() as u64, Relaxed);
-        }
-        ptr
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as `alloc`.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            ALLOCATED.fetch_add(layout.size() as u64, Relaxed);
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller keeps `GlobalAlloc::dealloc`'s contract.
-        unsafe { System.dealloc(ptr, layout) };
-        FREED.fetch_add(layout.size() as u64, Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: the caller keeps `GlobalAlloc::realloc`'s contract.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
-        if !new.is_null() {
-            ALLOCATED.fetch_add(new_size as u64, Relaxed);
-            FREED.fetch_add(layout.size() as u64, Relaxed);
-        }
-        new
-    }
-}
-
+/// Every allocation counted, from the first: the heap figures.
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Bytes allocated and not freed (what was asked for: malloc's own
-/// overhead per block is not in it).
-fn live_heap() -> u64 {
-    // Freed first: everything counted freed was counted allocated before.
-    let freed = FREED.load(Relaxed);
-    ALLOCATED.load(Relaxed).saturating_sub(freed)
-}
+static GLOBAL: Counting<true> = Counting;
 
 /// This process's resident set, from `VmRSS` in `/proc/self/status`.
 fn vm_rss() -> u64 {
