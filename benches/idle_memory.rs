@@ -22,23 +22,20 @@
 //! (`-- --help` for the options).
 
 use std::future::poll_fn;
-use std::io::{self, BufRead, BufReader, Read as _, Write as _};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{self, BufRead, Read as _, Write as _};
+use std::net::TcpStream;
 use std::os::fd::AsRawFd;
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cleave_benches::alloc::{live_heap, Counting};
+use cleave_benches::process::{machine, raise_nofile, vm_rss, BoxError, ServerProcess, WAIT};
 use cleave_mio::{Conn, Conns};
 use cleave_proto::{Encoder, Framed, Lines};
 use futures_util::StreamExt;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The longest any wait may take before the run fails.
-const WAIT: Duration = Duration::from_secs(60);
 /// Descriptors each process needs beside its N sockets.
 const FD_HEADROOM: u64 = 64;
 /// Bytes of the `partial` scenario's unfinished line.
@@ -55,39 +52,6 @@ const LONG_LINE: usize = 16 * 1024;
 /// Every allocation counted, from the first: the heap figures.
 #[global_allocator]
 static GLOBAL: Counting<true> = Counting;
-
-/// This process's resident set, from `VmRSS` in `/proc/self/status`.
-fn vm_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kib| kib * 1024)
-}
-
-/// Raises the soft descriptor limit to the hard one; returns it.
-fn raise_nofile() -> io::Result<u64> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if limit.rlim_cur < limit.rlim_max {
-        limit.rlim_cur = limit.rlim_max;
-        // SAFETY: setrlimit reads the struct it is given.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(limit.rlim_cur)
-}
 
 // ---------------------------------------------------------------------------
 // What is measured
@@ -445,134 +409,21 @@ struct Stats {
     errors: u64,
 }
 
-/// The server child; killed on drop if it is still there.
-struct ServerProcess {
-    server: Server,
-    child: Child,
-    stdin: ChildStdin,
-    /// Its stdout, a line at a time, from a reader thread: every wait for
-    /// an answer has a deadline.
-    lines: mpsc::Receiver<String>,
-}
-
-impl ServerProcess {
-    fn spawn(server: Server) -> Result<(Self, SocketAddr), BoxError> {
-        let mut child = Command::new(std::env::current_exe()?)
-            .args(["--role", "server", "--server", server.name()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()?;
-        let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut process = Self {
-            server,
-            child,
-            stdin,
-            lines,
-        };
-        let addr = process.line("READY")?.parse()?;
-        Ok((process, addr))
-    }
-
-    /// The next line, which must start with `tag`; without the tag.
-    fn line(&mut self, tag: &str) -> Result<String, BoxError> {
-        let line = self.lines.recv_timeout(WAIT).map_err(|_| {
-            format!(
-                "the {} server gave no {tag} line within {} s",
-                self.server.name(),
-                WAIT.as_secs()
-            )
-        })?;
-        match line.strip_prefix(tag) {
-            Some(rest) => Ok(rest.trim().to_string()),
-            None => {
-                Err(format!("the {} server said {line:?}, not {tag}", self.server.name()).into())
-            }
-        }
-    }
-
-    fn ask(&mut self, command: &str) -> Result<(), BoxError> {
-        writeln!(self.stdin, "{command}")?;
-        self.stdin.flush()?;
-        Ok(())
-    }
-
-    fn stats(&mut self) -> Result<Stats, BoxError> {
-        self.ask("STATS")?;
-        let line = self.line("STATS")?;
-        let fields: Vec<u64> = line
-            .split_whitespace()
-            .map(str::parse)
-            .collect::<Result<_, _>>()?;
-        let [heap, rss, accepted, open, idle, bytes_read, errors] = fields[..] else {
-            return Err(format!("bad STATS line {line:?}").into());
-        };
-        Ok(Stats {
-            heap,
-            rss,
-            accepted,
-            open,
-            idle,
-            bytes_read,
-            errors,
-        })
-    }
-
-    fn sizes(&mut self) -> Result<Vec<(String, usize)>, BoxError> {
-        self.ask("SIZES")?;
-        let mut sizes = Vec::new();
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(WAIT)
-                .map_err(|_| "no SIZES answer")?;
-            if line == "END" {
-                return Ok(sizes);
-            }
-            let (size, name) = line
-                .strip_prefix("SIZE ")
-                .and_then(|l| l.split_once(' '))
-                .ok_or_else(|| format!("bad SIZE line {line:?}"))?;
-            sizes.push((name.to_string(), size.parse()?));
-        }
-    }
-
-    /// Asks the child to quit; kills it if it has not within a few seconds.
-    fn stop(&mut self) -> Result<(), BoxError> {
-        let _ = self.ask("QUIT");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait()? {
-                return if status.success() {
-                    Ok(())
-                } else {
-                    Err(format!("the {} server ended with {status}", self.server.name()).into())
-                };
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        self.child.kill()?;
-        self.child.wait()?;
-        Err(format!("the {} server did not quit; killed", self.server.name()).into())
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
+/// The child's [`Stats`].
+fn stats(child: &mut ServerProcess) -> Result<Stats, BoxError> {
+    let numbers = child.stats()?;
+    let [heap, rss, accepted, open, idle, bytes_read, errors] = numbers[..] else {
+        return Err(format!("STATS gave {numbers:?}").into());
+    };
+    Ok(Stats {
+        heap,
+        rss,
+        accepted,
+        open,
+        idle,
+        bytes_read,
+        errors,
+    })
 }
 
 /// One line of the table.
@@ -590,8 +441,8 @@ fn measure(
     scenario: Scenario,
     connections: usize,
 ) -> Result<(Row, Vec<(String, usize)>), BoxError> {
-    let (mut child, addr) = ServerProcess::spawn(server)?;
-    let before = child.stats()?;
+    let (mut child, addr) = ServerProcess::spawn(server.name())?;
+    let before = stats(&mut child)?;
     let mut sockets = Vec::with_capacity(connections);
     let mut echo = Vec::new();
     let mut expected = 0u64;
@@ -618,7 +469,7 @@ fn measure(
     // task's first poll makes its buffer, for one).
     let deadline = Instant::now() + WAIT;
     let after = loop {
-        let stats = child.stats()?;
+        let stats = stats(&mut child)?;
         if stats.errors > 0 {
             return Err(format!("the {} server had {} errors", server.name(), stats.errors).into());
         }
@@ -729,21 +580,6 @@ fn options() -> Result<Options, BoxError> {
         }
     }
     Ok(o)
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{cpu}, {cores} cores, Linux {}", kernel.trim())
 }
 
 fn run() -> Result<(), BoxError> {

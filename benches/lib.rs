@@ -5,6 +5,7 @@
 //! so one run gives the ratios.
 
 pub mod alloc;
+pub mod process;
 
 use std::future::Future;
 use std::hint::black_box;
