@@ -36,7 +36,8 @@ use libfuzzer_sys::fuzz_target;
 #[path = "support/http1.rs"]
 mod support;
 use support::{
-    check_head_lines, chunk_line, content_lengths, elements, has_element, ix, len64, strip_eol,
+    check_head_lines, consumed, content_lengths, elements, has_element, ix, pieces, place, Open,
+    State,
 };
 
 /// What the fuzzer chose besides the bytes.
@@ -276,69 +277,6 @@ fn check_response(r: &Response, method: &str, config: &Http1Config) {
     );
 }
 
-/// Where a response stands in the checker.
-#[derive(Debug)]
-enum State {
-    /// Between responses.
-    Idle,
-    /// Nothing more is parsed.
-    Closed,
-    Open(Open),
-}
-
-/// A response between its head and its end.
-#[derive(Debug)]
-struct Open {
-    body: Body,
-    received: u64,
-    /// Bytes left in the current chunk.
-    chunk_left: u64,
-    chunks: usize,
-    extensions: u64,
-    trailers: bool,
-    /// Parsing stops after it (close, a switch).
-    last: bool,
-}
-
-impl Open {
-    /// The chunk-size line that fills `gap` (before the data at its end,
-    /// or before the trailers or the end when `last`), counted.
-    fn chunk(&mut self, gap: &[u8], last: bool, config: &Http1Config) -> usize {
-        assert_eq!(self.chunk_left, 0, "a chunk-size line inside a chunk");
-        let (size, ext, taken) = chunk_line(gap, self.chunks == 0, config).unwrap_or_else(|| {
-            panic!("no chunk-size line in {:?}", gap.escape_ascii().to_string())
-        });
-        assert_eq!(size == 0, last, "the last chunk or not");
-        self.chunk_left = size;
-        self.chunks += 1;
-        self.extensions += ext;
-        let max = config.get_max_chunk_extensions();
-        assert!(self.extensions <= max, "past max_chunk_extensions");
-        taken
-    }
-
-    /// Whether `gap`, consumed after the last event, is a chunked body's
-    /// framing: the line end after chunk data, or that (unless first) and
-    /// a whole chunk-size line whose data has not come.
-    fn is_framing(&self, gap: &[u8], config: &Http1Config) -> bool {
-        let first = self.chunks == 0;
-        let whole_line = chunk_line(gap, first, config).is_some_and(|(.., n)| n == gap.len());
-        let eol = !first && strip_eol(gap, config.get_allow_bare_lf()) == Some(&[][..]);
-        self.body == Body::Chunked && self.chunk_left == 0 && (whole_line || eol)
-    }
-}
-
-/// Where `part`, which ends at `end`, starts: asserted to be the bytes
-/// there, and after `pos`, what is accounted for.
-fn place(input: &[u8], pos: usize, part: &[u8], end: usize) -> usize {
-    let start = end
-        .checked_sub(part.len())
-        .expect("a part longer than the stream");
-    assert!(start >= pos, "a part over bytes already accounted for");
-    assert_eq!(&input[start..end], part, "a part not at its place");
-    start
-}
-
 /// Walks one run's events over the input.
 struct Checker<'a> {
     input: &'a [u8],
@@ -346,6 +284,8 @@ struct Checker<'a> {
     /// Where the bytes accounted for end.
     pos: usize,
     state: State,
+    /// Parsing stops after the open response (close, a switch).
+    last: bool,
     /// The requests whose responses have not come.
     asked: std::collections::VecDeque<&'static str>,
 }
@@ -394,109 +334,28 @@ impl Checker<'_> {
         let method = self.asked.pop_front().unwrap_or("GET");
         check_response(r, method, &self.setup.config);
         assert!(!r.is_interim(), "an interim response as final");
-        self.state = State::Open(Open {
-            body: r.body(),
-            received: 0,
-            chunk_left: 0,
-            chunks: 0,
-            extensions: 0,
-            trailers: false,
-            last: !r.keep_alive(),
-        });
+        self.state = State::Open(Open::new(r.body()));
+        self.last = !r.keep_alive();
     }
 
     fn data(&mut self, d: &[u8], end: usize) {
         let (input, pos, config) = (self.input, self.pos, self.setup.config);
-        let open = self.open("data");
-        assert!(!d.is_empty(), "empty data");
-        assert!(!open.trailers, "data after trailers");
-        let start = place(input, pos, d, end);
-        let gap = &input[pos..start];
-        let len = len64(d);
-        match open.body {
-            Body::Length(n) => {
-                assert!(gap.is_empty(), "bytes skipped in a length body");
-                assert!(open.received + len <= n, "past Content-Length");
-            }
-            Body::Chunked => {
-                if gap.is_empty() {
-                    assert!(open.chunk_left > 0, "data without its chunk-size line");
-                } else {
-                    let taken = open.chunk(gap, false, &config);
-                    assert_eq!(taken, gap.len(), "more than a chunk-size line");
-                }
-                assert!(len <= open.chunk_left, "past the chunk size");
-                open.chunk_left -= len;
-            }
-            Body::UntilClose => assert!(gap.is_empty(), "bytes skipped in a body"),
-            Body::Empty => panic!("data in an empty body"),
-        }
-        open.received += len;
-        let max = config.get_max_body();
-        assert!(max.is_none_or(|max| open.received <= max), "past max_body");
+        self.open("data").data(input, pos, d, end, &config);
     }
 
     fn trailers(&mut self, t: &Headers, end: usize) {
         let (input, pos, config) = (self.input, self.pos, self.setup.config);
-        let open = self.open("trailers");
-        assert!(
-            open.body == Body::Chunked && !open.trailers,
-            "trailers in {open:?}"
-        );
-        let block = t.as_bytes();
-        let eol = if input[..end].ends_with(b"\r\n") {
-            2
-        } else {
-            1
-        };
-        assert!(eol == 2 || config.get_allow_bare_lf() && input[..end].ends_with(b"\n"));
-        let start = place(input, pos, block, end - eol);
-        let taken = open.chunk(&input[pos..start], true, &config);
-        assert_eq!(
-            pos + taken,
-            start,
-            "more than the last chunk's line before trailers"
-        );
-        assert!(
-            block.len() + eol <= config.get_max_trailers(),
-            "over max_trailers"
-        );
-        assert!(!t.is_empty() && t.len() <= config.get_max_headers());
-        assert_eq!(t.iter().count(), t.len());
-        let forbidden = ["content-length", "transfer-encoding", "host", "trailer"];
-        for h in t {
-            let name = h.name();
-            assert!(
-                !forbidden.iter().any(|f| name.eq_ignore_ascii_case(f)),
-                "{h:?} as a trailer"
-            );
-        }
-        open.trailers = true;
+        self.open("trailers").trailers(input, pos, t, end, &config);
     }
 
     fn end(&mut self, end: usize) {
         let (input, pos, setup) = (self.input, self.pos, self.setup);
         let open = self.open("an end");
-        let gap = &input[pos..end];
-        match open.body {
-            Body::Length(n) => assert_eq!(open.received, n, "ended short of Content-Length"),
-            Body::Chunked if !open.trailers => {
-                let taken = open.chunk(gap, true, &setup.config);
-                let bare_lf = setup.config.get_allow_bare_lf();
-                let after = strip_eol(&gap[taken..], bare_lf);
-                assert_eq!(
-                    after,
-                    Some(&[][..]),
-                    "not the empty line after the last chunk"
-                );
-            }
-            Body::UntilClose => {
-                assert!(setup.eof, "ended before the close");
-                assert!(gap.is_empty(), "bytes skipped before the end");
-            }
-            _ => assert!(gap.is_empty(), "bytes skipped before the end"),
+        if open.body == Body::UntilClose {
+            assert!(setup.eof, "ended before the close");
         }
-        self.state = if open.last {
+        open.end(&input[pos..end], &setup.config);
+        self.state = if self.last {
             State::Closed
         } else {
             State::Idle
@@ -507,25 +366,13 @@ impl Checker<'_> {
     /// framing, the rest is what follows, the error points past what was
     /// given.
     fn finish(&self, run: &Run) {
-        let consumed = match &run.error {
-            Some(Error::Truncated { partial, offset }) => {
-                // Empty when the stream ended in a body whose bytes so far
-                // all came out as data.
-                assert!(run.rest.is_empty(), "truncated, yet bytes left");
-                assert_eq!(
-                    &partial[..],
-                    &self.input[ix(*offset)..],
-                    "the partial bytes"
-                );
-                assert_eq!(ix(run.consumed), self.input.len());
-                ix(*offset)
-            }
-            _ => {
-                assert_eq!(&run.rest[..], &self.input[ix(run.consumed)..], "the rest");
-                ix(run.consumed)
-            }
-        };
-        assert!(self.pos <= consumed);
+        let consumed = consumed(
+            self.input,
+            self.pos,
+            run.error.as_ref(),
+            run.consumed,
+            &run.rest,
+        );
         let gap = &self.input[self.pos..consumed];
         match &self.state {
             State::Idle | State::Closed => assert!(gap.is_empty(), "consumed, not given"),
@@ -534,13 +381,6 @@ impl Checker<'_> {
                 let gap = gap.escape_ascii().to_string();
                 assert!(framing, "{gap:?} consumed, not given: {:?}", run.error);
             }
-        }
-        if let Some(offset) = run.error.as_ref().and_then(Error::offset) {
-            let offset = ix(offset);
-            assert!(
-                offset >= self.pos && offset <= self.input.len(),
-                "the error at {offset}"
-            );
         }
         if self.setup.eof && run.error.is_none() {
             match self.state {
@@ -565,27 +405,13 @@ fn check(input: &[u8], setup: &Setup, run: &Run) {
         setup,
         pos: 0,
         state: State::Idle,
+        last: false,
         asked: setup.methods.iter().copied().collect(),
     };
     for (seen, end) in &run.events {
         checker.event(seen, *end);
     }
     checker.finish(run);
-}
-
-/// `input` in pieces whose sizes cycle through `sizes`.
-fn pieces<'a>(input: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
-    let mut out = Vec::new();
-    let mut rest = input;
-    for &size in sizes.iter().cycle() {
-        if rest.is_empty() {
-            break;
-        }
-        let (piece, tail) = rest.split_at(size.min(rest.len()));
-        out.push(piece);
-        rest = tail;
-    }
-    out
 }
 
 fuzz_target!(|data: &[u8]| {

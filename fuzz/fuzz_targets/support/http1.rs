@@ -1,7 +1,8 @@
 //! What the two HTTP/1.1 fuzz targets share: offsets, line ends, chunk
 //! lines and the framing fields, read the simple way to check the parser.
 
-use cleave_proto::http1::{Headers, Http1Config};
+use cleave_proto::http1::{Body, Headers, Http1Config};
+use cleave_proto::Error;
 
 /// The index of a stream offset in the input.
 pub(crate) fn ix(offset: u64) -> usize {
@@ -120,4 +121,227 @@ pub(crate) fn check_head_lines(head: &[u8], config: &Http1Config) {
         matches!(last, Some(b"\r\n" | b"\n")),
         "a head without its empty line"
     );
+}
+
+/// `input` in pieces whose sizes cycle through `sizes`.
+pub(crate) fn pieces<'a>(input: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
+    let mut out = Vec::new();
+    let mut rest = input;
+    for &size in sizes.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (piece, tail) = rest.split_at(size.min(rest.len()));
+        out.push(piece);
+        rest = tail;
+    }
+    out
+}
+
+/// Where `part`, which ends at `end`, starts: asserted to be the bytes
+/// there, and after `pos`, what is accounted for.
+pub(crate) fn place(input: &[u8], pos: usize, part: &[u8], end: usize) -> usize {
+    let start = end
+        .checked_sub(part.len())
+        .expect("a part longer than the stream");
+    assert!(start >= pos, "a part over bytes already accounted for");
+    assert_eq!(&input[start..end], part, "a part not at its place");
+    start
+}
+
+/// Where a message stands in a checker.
+#[derive(Debug)]
+pub(crate) enum State {
+    /// Between messages.
+    Idle,
+    /// Nothing more is parsed.
+    Closed,
+    Open(Open),
+}
+
+/// A message between its head and its end, as a checker walks its body.
+#[derive(Debug)]
+pub(crate) struct Open {
+    pub(crate) body: Body,
+    received: u64,
+    /// Bytes left in the current chunk.
+    chunk_left: u64,
+    chunks: usize,
+    extensions: u64,
+    trailers: bool,
+}
+
+impl Open {
+    pub(crate) fn new(body: Body) -> Self {
+        Self {
+            body,
+            received: 0,
+            chunk_left: 0,
+            chunks: 0,
+            extensions: 0,
+            trailers: false,
+        }
+    }
+
+    /// The chunk-size line that fills `gap` (before the data at its end,
+    /// or before the trailers or the end when `last`), counted.
+    fn chunk(&mut self, gap: &[u8], last: bool, config: &Http1Config) -> usize {
+        assert_eq!(self.chunk_left, 0, "a chunk-size line inside a chunk");
+        let (size, ext, taken) = chunk_line(gap, self.chunks == 0, config).unwrap_or_else(|| {
+            panic!("no chunk-size line in {:?}", gap.escape_ascii().to_string())
+        });
+        assert_eq!(size == 0, last, "the last chunk or not");
+        self.chunk_left = size;
+        self.chunks += 1;
+        self.extensions += ext;
+        let max = config.get_max_chunk_extensions();
+        assert!(self.extensions <= max, "past max_chunk_extensions");
+        taken
+    }
+
+    /// Whether `gap`, consumed after the last event, is a chunked body's
+    /// framing: the line end after chunk data, or that (unless first) and
+    /// a whole chunk-size line whose data has not come.
+    pub(crate) fn is_framing(&self, gap: &[u8], config: &Http1Config) -> bool {
+        let first = self.chunks == 0;
+        let whole_line = chunk_line(gap, first, config).is_some_and(|(.., n)| n == gap.len());
+        let eol = !first && strip_eol(gap, config.get_allow_bare_lf()) == Some(&[][..]);
+        self.body == Body::Chunked && self.chunk_left == 0 && (whole_line || eol)
+    }
+
+    /// Body bytes `d`, ending at `end`, after what is accounted for
+    /// (`pos`): at their place, within the framing and the limits.
+    pub(crate) fn data(
+        &mut self,
+        input: &[u8],
+        pos: usize,
+        d: &[u8],
+        end: usize,
+        config: &Http1Config,
+    ) {
+        assert!(!d.is_empty(), "empty data");
+        assert!(!self.trailers, "data after trailers");
+        let start = place(input, pos, d, end);
+        let gap = &input[pos..start];
+        let len = len64(d);
+        match self.body {
+            Body::Length(n) => {
+                assert!(gap.is_empty(), "bytes skipped in a length body");
+                assert!(self.received + len <= n, "past Content-Length");
+            }
+            Body::Chunked => {
+                if gap.is_empty() {
+                    assert!(self.chunk_left > 0, "data without its chunk-size line");
+                } else {
+                    let taken = self.chunk(gap, false, config);
+                    assert_eq!(taken, gap.len(), "more than a chunk-size line");
+                }
+                assert!(len <= self.chunk_left, "past the chunk size");
+                self.chunk_left -= len;
+            }
+            Body::UntilClose => assert!(gap.is_empty(), "bytes skipped in a body"),
+            Body::Empty => panic!("data in an empty body"),
+        }
+        self.received += len;
+        let max = config.get_max_body();
+        assert!(max.is_none_or(|max| self.received <= max), "past max_body");
+    }
+
+    /// A trailer section `t` ending at `end`: after the last chunk's line,
+    /// within the limits, without framing or routing fields.
+    pub(crate) fn trailers(
+        &mut self,
+        input: &[u8],
+        pos: usize,
+        t: &Headers,
+        end: usize,
+        config: &Http1Config,
+    ) {
+        assert!(
+            self.body == Body::Chunked && !self.trailers,
+            "trailers in {self:?}"
+        );
+        let block = t.as_bytes();
+        let eol = if input[..end].ends_with(b"\r\n") {
+            2
+        } else {
+            1
+        };
+        assert!(eol == 2 || config.get_allow_bare_lf() && input[..end].ends_with(b"\n"));
+        let start = place(input, pos, block, end - eol);
+        let taken = self.chunk(&input[pos..start], true, config);
+        assert_eq!(
+            pos + taken,
+            start,
+            "more than the last chunk's line before trailers"
+        );
+        assert!(
+            block.len() + eol <= config.get_max_trailers(),
+            "over max_trailers"
+        );
+        assert!(!t.is_empty() && t.len() <= config.get_max_headers());
+        assert_eq!(t.iter().count(), t.len());
+        let forbidden = ["content-length", "transfer-encoding", "host", "trailer"];
+        for h in t {
+            let name = h.name();
+            assert!(
+                !forbidden.iter().any(|f| name.eq_ignore_ascii_case(f)),
+                "{h:?} as a trailer"
+            );
+        }
+        self.trailers = true;
+    }
+
+    /// The end of the message, whose framing since the last event is
+    /// `gap`: the whole body came, and the gap is its last framing.
+    pub(crate) fn end(&mut self, gap: &[u8], config: &Http1Config) {
+        match self.body {
+            Body::Length(n) => assert_eq!(self.received, n, "ended short of Content-Length"),
+            Body::Chunked if !self.trailers => {
+                let taken = self.chunk(gap, true, config);
+                let after = strip_eol(&gap[taken..], config.get_allow_bare_lf());
+                assert_eq!(
+                    after,
+                    Some(&[][..]),
+                    "not the empty line after the last chunk"
+                );
+            }
+            _ => assert!(gap.is_empty(), "bytes skipped before the end"),
+        }
+    }
+}
+
+/// Where a run stopped consuming, checked against the input: a truncated
+/// stream hands back its partial bytes, any other run its rest. Then the
+/// error, if it has a place, points within what was given, after `pos`.
+pub(crate) fn consumed(
+    input: &[u8],
+    pos: usize,
+    error: Option<&Error>,
+    consumed: u64,
+    rest: &[u8],
+) -> usize {
+    let at = match error {
+        Some(Error::Truncated { partial, offset }) => {
+            // Empty when the stream ended in a body whose bytes so far
+            // all came out as data.
+            assert!(rest.is_empty(), "truncated, yet bytes left");
+            assert_eq!(&partial[..], &input[ix(*offset)..], "the partial bytes");
+            assert_eq!(ix(consumed), input.len());
+            ix(*offset)
+        }
+        _ => {
+            assert_eq!(rest, &input[ix(consumed)..], "the rest");
+            ix(consumed)
+        }
+    };
+    assert!(pos <= at);
+    if let Some(offset) = error.and_then(Error::offset) {
+        let offset = ix(offset);
+        assert!(
+            offset >= pos && offset <= input.len(),
+            "the error at {offset}"
+        );
+    }
+    at
 }

@@ -492,7 +492,10 @@ fn pongs_after_close(mut rest: &[u8]) -> Vec<Vec<u8>> {
     let mut pongs = Vec::new();
     while !rest.is_empty() {
         let (fin, opcode, mask, len, head_len) = header(rest).expect("a whole frame queued");
-        assert!(fin && opcode == 0xA && len <= 125, "after the close: opcode {opcode}");
+        assert!(
+            fin && opcode == 0xA && len <= 125,
+            "after the close: opcode {opcode}"
+        );
         let end = head_len + usize::try_from(len).expect("a short pong");
         let mut payload = rest[head_len..end].to_vec();
         if let Some(key) = mask {
