@@ -429,3 +429,44 @@ fn a_size_line_one_byte_past_its_bound_is_refused() {
         }
     }
 }
+
+/// A protocol handed a buffer other than the one it was reading (its
+/// parts taken apart and put together with a shorter buffer at the same
+/// stream position) answers
+/// from that buffer, the same on every poll, where a position kept from
+/// the old one used to index past its end.
+#[test]
+fn a_shorter_buffer_under_a_parser_mid_line_gives_an_answer() {
+    use cleave_proto::{BytesMut, RecvBuf, RecvBufConfig};
+    for (kept, swapped) in [
+        // Mid chunk-size line: its search stood at byte 13.
+        (
+            &b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=aaaaaaa"[..],
+            &b"5\r\n"[..],
+        ),
+        // Mid head: its line scan stood past the swapped buffer's end.
+        (
+            &b"GET / HTTP/1.1\r\nHost: a\r\nX-Pad: aaaaaaaa"[..],
+            &b"GET"[..],
+        ),
+    ] {
+        let mut conn = Conn::new(Server::new(), Duration::ZERO);
+        conn.feed(kept, Duration::ZERO).expect("room");
+        while let Ok(Some(_)) = conn.poll_event() {}
+        let (server, old, queue) = conn.into_parts();
+        // At the old buffer's place in its stream: the parser's notes
+        // seem to apply.
+        let buf = RecvBuf::from_buffer_at(
+            BytesMut::from(swapped),
+            old.position(),
+            RecvBufConfig::default(),
+        )
+        .expect("a valid buffer");
+        let mut conn = Conn::from_parts(server, buf, queue, Timeouts::default(), Duration::ZERO);
+        match conn.poll_event() {
+            Err(e) => assert_eq!(conn.poll_event(), Err(e), "the error is not final"),
+            Ok(None) => assert_eq!(conn.poll_event(), Ok(None)),
+            Ok(Some(event)) => panic!("an event from {swapped:?}: {event:?}"),
+        }
+    }
+}

@@ -784,3 +784,32 @@ fn proxy_v1_unknown_reads_to_its_crlf_past_a_lone_lf() {
     assert!(matches!(got, Sniff::Invalid(_)), "{got:?}");
     proxy_resumes_as_pure(&long);
 }
+
+/// A resumed sniffer given a smaller budget than the bytes it already
+/// looked at starts over: it answers as the pure sniff on the same bytes
+/// with that budget, where it used to index past its window.
+#[test]
+fn a_smaller_budget_starts_a_resumed_sniffer_over() {
+    let head = b"GET / HTTP/1.1\r\nHost: example.com\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    for small in [0, 1, 10, 20, 40] {
+        let mut sniffer = http::Sniffer::new();
+        sniffer.sniff(head, http::DEFAULT_MAX_HEAD, http::DEFAULT_MAX_HEADERS);
+        assert!(sniffer.answer().is_need_more());
+        let resumed = sniffer
+            .sniff(head, small, http::DEFAULT_MAX_HEADERS)
+            .clone();
+        assert_eq!(
+            resumed,
+            http::sniff(head, small, http::DEFAULT_MAX_HEADERS),
+            "HTTP, budget {small}"
+        );
+    }
+    let line = b"PROXY TCP4 192.0.2.1 198.51.100.2 1 2";
+    for small in [0, 1, 6, 16, 30] {
+        let mut sniffer = proxy::Sniffer::new();
+        sniffer.sniff(line, proxy::DEFAULT_MAX_HEADER);
+        assert!(sniffer.answer().is_need_more());
+        let resumed = sniffer.sniff(line, small).clone();
+        assert_eq!(resumed, proxy::sniff(line, small), "PROXY, budget {small}");
+    }
+}

@@ -194,6 +194,9 @@ impl Chunked {
                         .get_max_chunk_extensions()
                         .saturating_sub(self.extensions);
                     let most = usize::try_from(budget.saturating_add(17)).unwrap_or(usize::MAX);
+                    // A position past the buffer (one swapped under the protocol)
+                    // searches it whole rather than panic.
+                    let scanned = scanned.min(buf.len());
                     let found = memchr::memchr(b'\n', &buf[scanned..]).map(|i| scanned + i);
                     let Some(lf) = found.filter(|&lf| lf <= most) else {
                         // Judge what came so far: garbage fails now, not

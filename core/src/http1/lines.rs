@@ -78,6 +78,9 @@ impl BlockScan {
                     Bad::Limit(over, max as u64, max as u64 + 1, 0)
                 }
             };
+            // A position past the buffer (one swapped under the protocol)
+            // searches from its end rather than panic.
+            self.at = self.at.min(buf.len());
             let Some(p) = memchr::memchr2(b'\r', b'\n', &buf[self.at..]).map(|i| self.at + i)
             else {
                 self.at = buf.len();

@@ -192,7 +192,8 @@ pub fn sniff(data: &[u8], max_len: usize) -> Sniff<ProxyHeader> {
 /// Give it the connection's first bytes so far on every call (each call's
 /// `data` extends the last one's) with the same `max_len`; its answers are
 /// those of [`sniff`] on the same bytes. `data` shorter than last time
-/// starts it over.
+/// starts it over, and so does a smaller `max_len` than the bytes it
+/// has looked at.
 #[derive(Clone, Debug)]
 pub struct Sniffer {
     /// Leading bytes found to be the v1 prefix or the v2 signature.
@@ -231,7 +232,9 @@ impl Sniffer {
     /// [`sniff`]`(data, max_len)`, once final kept.
     #[inline]
     pub fn sniff(&mut self, data: &[u8], max_len: usize) -> &Sniff<ProxyHeader> {
-        if data.len() < self.seen {
+        // Shorter data, or a smaller budget than the bytes already looked
+        // at (a caller that changed `max_len`): start over.
+        if data.len() < self.seen || self.scanned > data.len().min(max_len) {
             *self = Self::new();
         }
         self.seen = data.len();

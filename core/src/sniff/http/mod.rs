@@ -87,7 +87,8 @@ const SEARCH_AT_LEAST: usize = 32;
 /// Give it the connection's first bytes so far on every call (each call's
 /// `data` extends the last one's) with the same limits; its answers are
 /// those of [`sniff`] on the same bytes. `data` shorter than last time
-/// starts it over.
+/// starts it over, and so does a smaller `max_len` than the bytes it
+/// has looked at.
 ///
 /// ```
 /// use cleave_proto::sniff::{http, Sniff};
@@ -152,7 +153,10 @@ impl Sniffer {
         max_len: usize,
         max_headers: usize,
     ) -> &Sniff<RequestHead> {
-        if data.len() < self.seen {
+        // Shorter data, or a smaller budget than the bytes already looked
+        // at (a caller that changed `max_len`): start over.
+        let window = data.len().min(max_len);
+        if data.len() < self.seen || self.scanned.max(self.searched) > window {
             *self = Self::new();
         }
         self.seen = data.len();
