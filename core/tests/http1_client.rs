@@ -149,3 +149,79 @@ fn a_head_request_that_is_the_last_has_no_body_and_ends_the_parse() {
     assert_eq!(conn.poll_event().unwrap(), None);
     assert_eq!(conn.recv_buf().peek(), b"leftover");
 }
+
+/// A response with no request waiting is the connection's last: seen,
+/// and nothing after it parsed (the bytes stay in the buffer), so it is
+/// never taken for the answer to a request recorded after it.
+#[test]
+fn a_response_nobody_asked_for_is_the_last() {
+    check_last(&Client::new, "nothing asked");
+    // One answered, then one more the server should not have sent.
+    let stray = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil";
+    let input = [ANSWER, stray, AFTER].concat();
+    for cut in 0..=input.len() {
+        let mut client = Client::new();
+        client.expect_response("GET");
+        let mut conn = Conn::new(client, T0);
+        let mut events = Vec::new();
+        for piece in [&input[..cut], &input[cut..]] {
+            conn.feed(piece, T0).unwrap();
+            while let Some(event) = conn.poll_event().unwrap() {
+                events.push(event);
+            }
+        }
+        let heads: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                ClientEvent::Head(head) => Some(head.keep_alive()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(heads, [true, false], "at {cut}: {events:?}");
+        assert_eq!(events.last(), Some(&ClientEvent::End), "at {cut}");
+        assert_eq!(conn.protocol().pending(), 0, "at {cut}");
+        // A request recorded now does not get the bytes after the stray.
+        conn.protocol_mut().expect_response("GET");
+        assert_eq!(conn.poll_event(), Ok(None), "at {cut}");
+        assert_eq!(conn.recv_buf().peek(), AFTER, "at {cut}: kept");
+    }
+}
+
+/// The stream ending after an interim response and before the final one
+/// is a cut response, not a close between responses.
+#[test]
+fn a_close_after_an_interim_response_is_a_truncated_one() {
+    let input = b"HTTP/1.1 100 Continue\r\n\r\n";
+    for cut in 0..=input.len() {
+        let mut client = Client::new();
+        client.expect_response("POST");
+        let mut conn = Conn::new(client, T0);
+        let mut events = Vec::new();
+        for piece in [&input[..cut], &input[cut..]] {
+            conn.feed(piece, T0).unwrap();
+            while let Some(event) = conn.poll_event().unwrap() {
+                events.push(event);
+            }
+        }
+        assert!(
+            matches!(&events[..], [ClientEvent::Interim(r)] if r.status() == 100),
+            "at {cut}: {events:?}"
+        );
+        conn.handle_eof(T0);
+        let error = conn.poll_event().unwrap_err();
+        assert!(
+            matches!(&error, cleave_proto::Error::Truncated { partial, offset }
+                if partial.is_empty() && *offset == input.len() as u64),
+            "at {cut}: {error:?}"
+        );
+        assert_eq!(conn.poll_event(), Err(error), "final");
+        assert_eq!(conn.protocol().pending(), 1);
+    }
+    // Without an interim response, a close between responses is clean.
+    let mut client = Client::new();
+    client.expect_response("GET");
+    let mut conn = Conn::new(client, T0);
+    conn.handle_eof(T0);
+    assert_eq!(conn.poll_event(), Ok(None));
+    assert_eq!(conn.protocol().pending(), 1);
+}

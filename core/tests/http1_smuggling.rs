@@ -727,9 +727,29 @@ fn te_vectors() -> Vec<Vector> {
             400,
         )
         .client(&["GET"]),
+        ok(
+            "a response whose last coding is not chunked runs to the close (client side): RFC 9112 6.3 item 4",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n0\r\n\r\n",
+            vec![head(OK_200, Body::UntilClose), data(b"0\r\n\r\n"), Ev::End],
+        )
+        .client(&["GET"])
+        .eof(),
+        ok(
+            "a response with a coding after chunked runs to the close (client side): RFC 9112 6.1",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n0\r\n\r\n",
+            vec![head(OK_200, Body::UntilClose), data(b"0\r\n\r\n"), Ev::End],
+        )
+        .client(&["GET"])
+        .eof(),
+        ok(
+            "a response whose last coding is chunked is chunked, whatever came before (client side)",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+            vec![head(OK_200, Body::Chunked), data(b"hi"), Ev::End],
+        )
+        .client(&["GET"]),
         bad(
-            "a response whose last coding is not chunked (client side): refused, as for requests",
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+            "a response chunked twice (client side): RFC 9112 7",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n",
             TransferEncoding,
             400,
         )

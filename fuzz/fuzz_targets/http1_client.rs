@@ -211,9 +211,9 @@ fn check_framing(headers: &Headers, body: Body, version: Version, config: &Http1
         }
         Body::Chunked => {
             assert!(te && lengths.is_empty() && version == Version::Http11);
-            let codings = elements(headers, "transfer-encoding", false);
-            assert_eq!(codings.len(), 1, "not chunked alone: {codings:?}");
-            assert!(codings[0].eq_ignore_ascii_case(b"chunked"));
+            let codings = codings(headers);
+            let last = codings.last().expect("a coding");
+            assert!(last.eq_ignore_ascii_case(b"chunked"), "{codings:?}");
         }
         Body::Empty => {
             assert!(!te, "an empty body with Transfer-Encoding");
@@ -224,12 +224,35 @@ fn check_framing(headers: &Headers, body: Body, version: Version, config: &Http1
             );
             assert!(lengths.len() == 1 || config.get_allow_equal_content_lengths());
         }
-        Body::UntilClose => assert!(!te && lengths.is_empty(), "to the close with {headers:?}"),
+        Body::UntilClose => {
+            assert!(lengths.is_empty(), "to the close with {headers:?}");
+            if te {
+                // RFC 9112 6.3 rule 4: the last coding is not chunked.
+                assert!(version == Version::Http11, "TE in HTTP/1.0");
+                let codings = codings(headers);
+                let last = codings.last().expect("a coding");
+                assert!(!last.eq_ignore_ascii_case(b"chunked"), "{codings:?}");
+            }
+        }
     }
 }
 
-/// A final or interim response, answering a request with `method`.
-fn check_response(r: &Response, method: &str, config: &Http1Config) {
+/// A response's Transfer-Encoding list, checked as the client takes it:
+/// no empty element, chunked at most once.
+fn codings(headers: &Headers) -> Vec<&[u8]> {
+    let codings = elements(headers, "transfer-encoding", true);
+    assert!(!codings.iter().any(|c| c.is_empty()), "an empty coding");
+    let chunked = codings
+        .iter()
+        .filter(|c| c.eq_ignore_ascii_case(b"chunked"))
+        .count();
+    assert!(chunked <= 1, "chunked twice: {codings:?}");
+    codings
+}
+
+/// A final or interim response, answering a request with `method` (or
+/// none: `method` is then GET, and the response is the last).
+fn check_response(r: &Response, method: &str, asked: bool, config: &Http1Config) {
     let head = r.as_bytes();
     check_head_lines(head, config);
     let status = r.status();
@@ -269,7 +292,7 @@ fn check_response(r: &Response, method: &str, config: &Http1Config) {
         Version::Http11 => !close,
         Version::Http10 => !close && has_element(headers, "connection", b"keep-alive"),
     };
-    let keep_alive = keep_alive && r.body() != Body::UntilClose && !switches;
+    let keep_alive = keep_alive && r.body() != Body::UntilClose && !switches && asked;
     assert_eq!(
         r.keep_alive(),
         keep_alive,
@@ -324,15 +347,17 @@ impl Checker<'_> {
 
     fn interim(&mut self, r: &Response, end: usize) {
         self.start(r, end);
-        let method = self.asked.front().copied().unwrap_or("GET");
-        check_response(r, method, &self.setup.config);
+        let asked = self.asked.front().copied();
+        let method = asked.unwrap_or("GET");
+        check_response(r, method, asked.is_some(), &self.setup.config);
         assert!(r.is_interim(), "a final response as interim");
     }
 
     fn head(&mut self, r: &Response, end: usize) {
         self.start(r, end);
-        let method = self.asked.pop_front().unwrap_or("GET");
-        check_response(r, method, &self.setup.config);
+        let asked = self.asked.pop_front();
+        let method = asked.unwrap_or("GET");
+        check_response(r, method, asked.is_some(), &self.setup.config);
         assert!(!r.is_interim(), "an interim response as final");
         self.state = State::Open(Open::new(r.body()));
         self.last = !r.keep_alive();

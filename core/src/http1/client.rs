@@ -45,7 +45,10 @@ pub enum ClientEvent {
 /// a 2xx to CONNECT). Requests are pipelined in the order they are
 /// recorded: [`request`](Self::request) encodes one and records it; a
 /// proxy that forwards request heads as they came records each with
-/// [`expect_response`](Self::expect_response).
+/// [`expect_response`](Self::expect_response). A response with no request
+/// waiting (a `408` before a close, or one sent twice) is framed as an
+/// answer to a GET and is the connection's last: it is seen, and nothing
+/// after it is parsed.
 ///
 /// ```
 /// use cleave_proto::http1::{Body, Client, ClientEvent};
@@ -68,6 +71,8 @@ pub struct Client {
     /// The requests sent whose responses have not come, oldest first.
     asked: VecDeque<Asked>,
     opened: bool,
+    /// An interim response came and its final one has not.
+    interim: bool,
     received: u64,
 }
 
@@ -100,6 +105,7 @@ impl Client {
             state: fresh(),
             asked: VecDeque::new(),
             opened: false,
+            interim: false,
             received: 0,
         }
     }
@@ -154,7 +160,9 @@ impl Client {
     /// How many requests wait for their response. A server may close
     /// between responses (a keep-alive it ended): the stream then ends
     /// with no error, and this says how many requests it left unanswered
-    /// (resend those that are safe to repeat).
+    /// (resend those that are safe to repeat). A close after an interim
+    /// response is an [`Error::Truncated`] (with no bytes): that server
+    /// had the request.
     #[must_use]
     pub fn pending(&self) -> usize {
         self.asked.len()
@@ -189,6 +197,12 @@ impl Client {
         };
         if recv.is_empty() {
             if eof {
+                // After an interim response the exchange is under way:
+                // its end is a cut response (the server read the request),
+                // not a close between responses.
+                if self.interim {
+                    return Err(truncated(recv));
+                }
                 self.state = State::Done;
             }
             return Ok(None);
@@ -203,13 +217,20 @@ impl Client {
             return if eof { Err(truncated(recv)) } else { Ok(None) };
         };
         let buf = recv.peek();
-        // A response nobody asked for (a 408 before a close, say) is
-        // framed as one to a GET.
-        let asked = self.asked.front().copied().unwrap_or_default();
+        // A response nobody asked for (a 408 before a close, say, or one
+        // a confused server sent twice) is framed as one to a GET and as
+        // the connection's last: it is seen, and nothing after it is
+        // parsed, so no later response is taken for the answer to a
+        // request sent after it (RFC 9112, section 9.3.2).
+        let asked = self.asked.front().copied().unwrap_or(Asked {
+            close: true,
+            ..Asked::default()
+        });
         let parts = parse_response(&buf[..len], asked, &self.config)
             .map_err(|bad| search.fault(buf, len, Role::Response, bad))?;
         let response = parts.into_response(recv.split_to(len)?);
         self.opened = true;
+        self.interim = response.is_interim();
         if response.is_interim() {
             self.state = fresh();
             return Ok(Some(ClientEvent::Interim(response)));

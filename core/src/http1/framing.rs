@@ -16,11 +16,16 @@ pub(crate) struct Framing<'h> {
     pub(crate) te: bool,
     /// `chunked` was the last coding.
     pub(crate) chunked_last: bool,
+    /// `chunked` came (once: twice is a `te_error`).
+    chunked: bool,
     /// A coding other than `chunked`.
     pub(crate) other_coding: bool,
     /// Where the Transfer-Encoding list went wrong: an empty element, or
-    /// one after `chunked`.
+    /// `chunked` again.
     pub(crate) te_error: Option<usize>,
+    /// Where a coding came after `chunked`: refused in a request; a
+    /// response's length is then unknown, and its body runs to the close.
+    pub(crate) after_chunked: Option<usize>,
     pub(crate) host: Option<&'h [u8]>,
     pub(crate) hosts: u32,
     pub(crate) close: bool,
@@ -139,18 +144,20 @@ impl<'h> Framing<'h> {
                     // Every element, empty ones too: `chunked,` is not
                     // `chunked` to every parser a message may cross.
                     let codings = value.split(|&b| b == b',');
+                    // Refused once the message's framing is known: with
+                    // a Content-Length too, that comes first.
                     for coding in codings.map(crate::http1::head::trim_ows) {
-                        if coding.is_empty() || f.chunked_last {
-                            // Anything after chunked (chunked again too).
-                            // Refused once the message's framing is known:
-                            // with a Content-Length too, that comes first.
+                        if coding.is_empty() || (f.chunked && is_name(coding, b"chunked")) {
                             f.te_error.get_or_insert(at());
                             break;
                         }
                         if is_name(coding, b"chunked") {
-                            f.chunked_last = true;
+                            (f.chunked, f.chunked_last) = (true, true);
                         } else {
-                            f.other_coding = true;
+                            if f.chunked_last {
+                                f.after_chunked.get_or_insert(at());
+                            }
+                            (f.chunked_last, f.other_coding) = (false, true);
                         }
                     }
                 }
@@ -173,7 +180,7 @@ pub(crate) fn request_body(f: &Framing<'_>, version: Version) -> Result<Body, Ba
         if f.content_length.is_some() {
             return Err(Bad::Field(HttpField::BothFraming, 0));
         }
-        if let Some(at) = f.te_error {
+        if let Some(at) = f.te_error.into_iter().chain(f.after_chunked).min() {
             return Err(Bad::Field(HttpField::TransferEncoding, at));
         }
         if version == Version::Http10 {
@@ -193,6 +200,29 @@ pub(crate) fn request_body(f: &Framing<'_>, version: Version) -> Result<Body, Ba
     Ok(match f.content_length {
         Some(0) | None => Body::Empty,
         Some(n) => Body::Length(n),
+    })
+}
+
+/// A framed response's body when it has Transfer-Encoding (RFC 9112,
+/// section 6.3): chunked if that is its last coding, whatever came before
+/// it (codings are the application's to undo); else it runs to the close
+/// (rule 4). Refused: Content-Length too (rule 3: a response split), in
+/// HTTP/1.0 (section 6.1: faulty framing), and a list with an empty
+/// element or chunked twice.
+pub(crate) fn response_body(f: &Framing<'_>, version: Version) -> Result<Body, Bad> {
+    if f.content_length.is_some() {
+        return Err(Bad::Field(HttpField::BothFraming, 0));
+    }
+    if let Some(at) = f.te_error {
+        return Err(Bad::Field(HttpField::TransferEncoding, at));
+    }
+    if version == Version::Http10 {
+        return Err(Bad::Field(HttpField::TransferEncoding, 0));
+    }
+    Ok(if f.chunked_last {
+        Body::Chunked
+    } else {
+        Body::UntilClose
     })
 }
 

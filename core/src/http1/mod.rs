@@ -23,8 +23,8 @@
 //! | refused | field |
 //! |---|---|
 //! | Transfer-Encoding with Content-Length | `BothFraming` |
-//! | `chunked` not last or twice, Transfer-Encoding in HTTP/1.0, an empty one | `TransferEncoding` |
-//! | a coding other than `chunked` (a 501) | `TransferCoding` |
+//! | `chunked` not last (in a request) or twice, Transfer-Encoding in HTTP/1.0, an empty one | `TransferEncoding` |
+//! | a coding other than `chunked` in a request (a 501) | `TransferCoding` |
 //! | Content-Length `+5`, `0x5`, `5 5`, empty, past `u64`, differing or repeated | `ContentLength` |
 //! | a chunk size with a sign, `0x`, a space, nothing, past `u64` | `ChunkSize` |
 //! | an extension not `;name[=token or "quoted"]`, unterminated quotes, control bytes | `ChunkExtension` |
@@ -47,6 +47,12 @@
 //! ([`allow_equal_content_lengths`](Http1Config::allow_equal_content_lengths)).
 //! Whitespace around `;` and `=` in chunk extensions, which the grammar
 //! calls "bad whitespace" and senders must not send, is refused.
+//!
+//! A response is framed as RFC 9112 says a client must frame it where it
+//! leaves no choice: one whose last transfer coding is not `chunked` runs
+//! to the close (section 6.3, rule 4; the codings are the application's
+//! to undo, as for one whose last coding is `chunked`), and one that no
+//! request waits for is the connection's last (section 9.3.2).
 //!
 //! # Pipelining, 100-continue, upgrades
 //!

@@ -11,7 +11,7 @@ use crate::error::{HttpField, Limit};
 use crate::http1::chars::start_line_end;
 use crate::http1::config::{Http1Config, MAX_HEADERS};
 use crate::http1::faults::{refused, Role};
-use crate::http1::framing::{request_body, Framing};
+use crate::http1::framing::{request_body, response_body, Framing};
 use crate::http1::head::{Body, Flags, Headers, Request, Response, Span, Version};
 use crate::http1::host::{absolute_authority, is_host, is_target_authority};
 use crate::http1::lines::{check_field_lines, Bad};
@@ -295,13 +295,7 @@ pub(crate) fn parse_response(
     let body = if bodiless {
         Body::Empty
     } else if f.te {
-        if f.content_length.is_some() {
-            return Err(Bad::Field(HttpField::BothFraming, 0));
-        }
-        // Strict as for requests: RFC 9112 would read a body whose last
-        // coding is not chunked to the close, but cleave frames with
-        // chunked alone and decodes no other coding.
-        request_body(&f, version)?
+        response_body(&f, version)?
     } else {
         match f.content_length {
             Some(0) => Body::Empty,

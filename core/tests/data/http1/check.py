@@ -20,7 +20,7 @@ CLASSES = {
     "both-framing", "transfer-encoding", "content-length", "chunk-size",
     "chunk-extension", "chunk-data", "line-ending", "obs-fold", "whitespace",
     "header-name", "header-value", "request-line", "version", "status-line",
-    "host", "trailer", "incomplete",
+    "host", "trailer", "incomplete", "connect-body",
 }
 KEYS = {"source", "role", "request_method", "expect", "error", "messages",
         "rest", "eof_ends_body", "note"}
