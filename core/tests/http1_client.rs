@@ -225,3 +225,95 @@ fn a_close_after_an_interim_response_is_a_truncated_one() {
     assert_eq!(conn.poll_event(), Ok(None));
     assert_eq!(conn.protocol().pending(), 1);
 }
+
+/// With `allow_obs_fold_in_responses`, a folded field line is taken with
+/// its fold replaced by spaces where it lies (RFC 9112, section 5.2),
+/// before the framing is read; without it, refused. Whichever way the
+/// bytes come.
+#[test]
+fn folded_response_lines_are_unfolded_in_place_when_allowed() {
+    use cleave_proto::http1::Http1Config;
+    use cleave_proto::{Error, HttpField, InvalidInput};
+    let input = b"HTTP/1.1 200 OK\r\nX: a\r\n\tb\r\nTransfer-Encoding:\r\n chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n";
+    let lenient = Http1Config::default().allow_obs_fold_in_responses(true);
+    for cut in 0..=input.len() {
+        let mut client = Client::with_config(lenient);
+        client.expect_response("GET");
+        let mut conn = Conn::new(client, T0);
+        let mut events = Vec::new();
+        for piece in [&input[..cut], &input[cut..]] {
+            conn.feed(piece, T0).unwrap();
+            while let Some(event) = conn.poll_event().unwrap() {
+                events.push(event);
+            }
+        }
+        let [ClientEvent::Head(head), data @ .., ClientEvent::End] = &events[..] else {
+            panic!("at {cut}: {events:?}")
+        };
+        assert_eq!(head.body(), Body::Chunked, "at {cut}");
+        let hi: Vec<u8> = data
+            .iter()
+            .flat_map(|e| match e {
+                ClientEvent::Data(d) => d.to_vec(),
+                other => panic!("at {cut}: {other:?}"),
+            })
+            .collect();
+        assert_eq!(hi, b"hi", "at {cut}");
+        assert_eq!(head.headers().get("x"), Some(&b"a  \tb"[..]), "at {cut}");
+        assert_eq!(
+            head.headers().get("transfer-encoding"),
+            Some(&b"chunked"[..])
+        );
+        assert_eq!(
+            &head.as_bytes()[..],
+            &b"HTTP/1.1 200 OK\r\nX: a  \tb\r\nTransfer-Encoding:   chunked\r\n\r\n"[..],
+            "at {cut}: unfolded where it lay"
+        );
+    }
+    let refused = |config: Http1Config, input: &[u8]| {
+        let mut client = Client::with_config(config);
+        client.expect_response("GET");
+        let mut conn = Conn::new(client, T0);
+        conn.feed(input, T0).unwrap();
+        let error = conn.poll_event().unwrap_err();
+        assert_eq!(conn.recv_buf().peek(), input, "handed back as it came");
+        error
+    };
+    let field = |field| Error::InvalidInput {
+        kind: InvalidInput::Http(field),
+        offset: 0,
+    };
+    let kind = |e: Error| match e {
+        Error::InvalidInput { kind, .. } => field(match kind {
+            InvalidInput::Http(f) => f,
+            other => panic!("{other:?}"),
+        }),
+        other => panic!("{other:?}"),
+    };
+    // Off by default.
+    assert_eq!(
+        kind(refused(Http1Config::default(), input)),
+        field(HttpField::ObsFold)
+    );
+    // A folded head refused for another fault stays as it came.
+    let two_lengths =
+        b"HTTP/1.1 200 OK\r\nX: a\r\n b\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
+    assert_eq!(
+        kind(refused(lenient, two_lengths)),
+        field(HttpField::ContentLength)
+    );
+    // Whitespace before the first field line is no fold (RFC 9112, 2.2).
+    let first = b"HTTP/1.1 200 OK\r\n X: a\r\nContent-Length: 0\r\n\r\n";
+    assert_eq!(kind(refused(lenient, first)), field(HttpField::Whitespace));
+    // Requests are never unfolded.
+    let mut conn = Conn::new(
+        Server::with_config(Http1Config::default().allow_obs_fold_in_responses(true)),
+        T0,
+    );
+    conn.feed(b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", T0)
+        .unwrap();
+    assert_eq!(
+        kind(conn.poll_event().unwrap_err()),
+        field(HttpField::ObsFold)
+    );
+}

@@ -1504,7 +1504,7 @@ fn head_shape_vectors() -> Vec<Vector> {
             400,
         ),
         bad(
-            "obs-fold in a response (client side): RFC 9112 5.2",
+            "obs-fold in a response (client side): refused unless allow_obs_fold_in_responses; RFC 9112 5.2",
             b"HTTP/1.1 200 OK\r\nX: a\r\n b\r\nContent-Length: 0\r\n\r\n",
             ObsFold,
             400,

@@ -6,14 +6,15 @@ use alloc::collections::VecDeque;
 use bytes::Bytes;
 
 use crate::conn::{Phase, Protocol, Wire};
-use crate::error::Error;
+use crate::error::{Error, HttpField};
 use crate::http1::body::{next_piece, truncated, BodyState, Piece};
 use crate::http1::config::Http1Config;
 use crate::http1::encode;
 use crate::http1::faults::Role;
 use crate::http1::framing::elements;
 use crate::http1::head::{Body, Headers, Request, Response};
-use crate::http1::parse::{parse_response, Asked};
+use crate::http1::lines::Bad;
+use crate::http1::parse::{parse_response, Asked, ResponseParts};
 use crate::http1::reader::{stuck, HeadSearch};
 use crate::recv_buf::RecvBuf;
 
@@ -226,8 +227,15 @@ impl Client {
             close: true,
             ..Asked::default()
         });
-        let parts = parse_response(&buf[..len], asked, &self.config)
-            .map_err(|bad| search.fault(buf, len, Role::Response, bad))?;
+        let parts = match parse_response(&buf[..len], asked, &self.config) {
+            Err(Bad::Field(HttpField::ObsFold, _))
+                if self.config.get_allow_obs_fold_in_responses() =>
+            {
+                unfold(recv, len, asked, &self.config)
+            }
+            parsed => parsed,
+        }
+        .map_err(|bad| search.fault(recv.peek(), len, Role::Response, bad))?;
         let response = parts.into_response(recv.split_to(len)?);
         self.opened = true;
         self.interim = response.is_interim();
@@ -243,6 +251,37 @@ impl Client {
         self.received = 0;
         Ok(Some(ClientEvent::Head(response)))
     }
+}
+
+/// Reads the response head at the front of `recv` (`len` bytes) with its
+/// folded field lines unfolded: each line end followed by a space or a
+/// tab, past the first field line, becomes spaces where it lies (RFC
+/// 9112, section 5.2). Unfolded in a copy first, so that a head refused
+/// for another fault stays as it came; the copy is made only for a
+/// folded head.
+#[cold]
+fn unfold(
+    recv: &mut RecvBuf,
+    len: usize,
+    asked: Asked,
+    config: &Http1Config,
+) -> Result<ResponseParts, Bad> {
+    let came = &recv.peek()[..len];
+    let mut head = came.to_vec();
+    // The status line's end is not a fold: whitespace before the first
+    // field line is refused (section 2.2).
+    let first = memchr::memchr(b'\n', came).map_or(len, |lf| lf + 1);
+    for lf in memchr::memchr_iter(b'\n', came).filter(|&lf| lf >= first) {
+        if matches!(came.get(lf + 1), Some(b' ' | b'\t')) {
+            head[lf] = b' ';
+            if head[lf - 1] == b'\r' {
+                head[lf - 1] = b' ';
+            }
+        }
+    }
+    parse_response(&head, asked, config)?;
+    recv.peek_mut()[..len].copy_from_slice(&head);
+    parse_response(&recv.peek()[..len], asked, config)
 }
 
 /// What a client knows of a request with `method` that went out: whether

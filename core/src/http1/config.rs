@@ -39,6 +39,7 @@ pub struct Http1Config {
     allow_bare_lf: bool,
     allow_chunk_size_whitespace: bool,
     allow_equal_content_lengths: bool,
+    allow_obs_fold_in_responses: bool,
 }
 
 impl Default for Http1Config {
@@ -53,6 +54,7 @@ impl Default for Http1Config {
             allow_bare_lf: false,
             allow_chunk_size_whitespace: false,
             allow_equal_content_lengths: false,
+            allow_obs_fold_in_responses: false,
         }
     }
 }
@@ -199,6 +201,22 @@ impl Http1Config {
         self
     }
 
+    /// Whether a response's field line folded onto the next (obsolete
+    /// line folding: a line that starts with a space or a tab) is taken,
+    /// each fold replaced with spaces where it lies in the receive buffer
+    /// before the head is read, as RFC 9112 (section 5.2) asks of a user
+    /// agent, and lets a proxy do before it forwards the response. Off by
+    /// default: refused with `ObsFold` (what a proxy may do instead,
+    /// answering 502). A head that is refused for another fault is handed
+    /// back as it came. Requests and trailers are never unfolded, nor a
+    /// first field line that starts with whitespace (RFC 9112, section
+    /// 2.2).
+    #[must_use]
+    pub fn allow_obs_fold_in_responses(mut self, allow: bool) -> Self {
+        self.allow_obs_fold_in_responses = allow;
+        self
+    }
+
     /// See [`max_head`](Self::max_head).
     #[must_use]
     pub fn get_max_head(&self) -> usize {
@@ -251,5 +269,11 @@ impl Http1Config {
     #[must_use]
     pub fn get_allow_equal_content_lengths(&self) -> bool {
         self.allow_equal_content_lengths
+    }
+
+    /// See [`allow_obs_fold_in_responses`](Self::allow_obs_fold_in_responses).
+    #[must_use]
+    pub fn get_allow_obs_fold_in_responses(&self) -> bool {
+        self.allow_obs_fold_in_responses
     }
 }

@@ -175,6 +175,7 @@ impl<'h> Framing<'h> {
     }
 }
 
+#[inline]
 pub(crate) fn request_body(f: &Framing<'_>, version: Version) -> Result<Body, Bad> {
     if f.te {
         if f.content_length.is_some() {
