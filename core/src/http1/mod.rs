@@ -33,7 +33,7 @@
 //! | a header line starting with whitespace (folding) | `ObsFold` |
 //! | whitespace before the first header, or before a colon | `Whitespace` |
 //! | a header name not a token; NUL or a control byte in a value | `HeaderName`, `HeaderValue` |
-//! | a malformed request line; a version not 1.0 or 1.1 | `RequestLine`, `Version` |
+//! | a malformed request line; a version not 1.0 or 1.1 (a response's `HTTP/1.2` too, which RFC 9110 section 6.2 would read as 1.1: httparse knows no other minor version, and none exists) | `RequestLine`, `Version` |
 //! | no Host in HTTP/1.1, two, a malformed one, one the target contradicts | `Host` |
 //! | Content-Length, Transfer-Encoding, Host or Trailer as a trailer | `Trailer` |
 //! | a CONNECT request with content (Transfer-Encoding, Content-Length other than 0) | `ConnectBody` |
