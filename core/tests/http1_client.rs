@@ -15,20 +15,27 @@ const T0: Duration = Duration::ZERO;
 const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 const AFTER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 
+/// A connection of `client` fed `input` in two reads cut at `cut`, and
+/// the events it gave, polled after each read.
+fn fed(client: Client, input: &[u8], cut: usize) -> (Conn<Client>, Vec<ClientEvent>) {
+    let mut conn = Conn::new(client, T0);
+    let mut events = Vec::new();
+    for piece in [&input[..cut], &input[cut..]] {
+        conn.feed(piece, T0).unwrap();
+        while let Some(event) = conn.poll_event().unwrap() {
+            events.push(event);
+        }
+    }
+    (conn, events)
+}
+
 /// Feeds `ANSWER` then `AFTER` to a client made by `make`, cut at `cut`,
 /// and checks the exchange is the last: `keep_alive` false, nothing
 /// parsed after the end, the rest left in the buffer.
 fn check_last(make: &dyn Fn() -> Client, label: &str) {
     let input = [ANSWER, AFTER].concat();
     for cut in 0..=input.len() {
-        let mut conn = Conn::new(make(), T0);
-        let mut events = Vec::new();
-        for piece in [&input[..cut], &input[cut..]] {
-            conn.feed(piece, T0).unwrap();
-            while let Some(event) = conn.poll_event().unwrap() {
-                events.push(event);
-            }
-        }
+        let (mut conn, events) = fed(make(), &input, cut);
         let [ClientEvent::Head(head), rest @ ..] = &events[..] else {
             panic!("{label} at {cut}: {events:?}")
         };
@@ -162,14 +169,7 @@ fn a_response_nobody_asked_for_is_the_last() {
     for cut in 0..=input.len() {
         let mut client = Client::new();
         client.expect_response("GET");
-        let mut conn = Conn::new(client, T0);
-        let mut events = Vec::new();
-        for piece in [&input[..cut], &input[cut..]] {
-            conn.feed(piece, T0).unwrap();
-            while let Some(event) = conn.poll_event().unwrap() {
-                events.push(event);
-            }
-        }
+        let (mut conn, events) = fed(client, &input[..], cut);
         let heads: Vec<_> = events
             .iter()
             .filter_map(|e| match e {
@@ -195,14 +195,7 @@ fn a_close_after_an_interim_response_is_a_truncated_one() {
     for cut in 0..=input.len() {
         let mut client = Client::new();
         client.expect_response("POST");
-        let mut conn = Conn::new(client, T0);
-        let mut events = Vec::new();
-        for piece in [&input[..cut], &input[cut..]] {
-            conn.feed(piece, T0).unwrap();
-            while let Some(event) = conn.poll_event().unwrap() {
-                events.push(event);
-            }
-        }
+        let (mut conn, events) = fed(client, &input[..], cut);
         assert!(
             matches!(&events[..], [ClientEvent::Interim(r)] if r.status() == 100),
             "at {cut}: {events:?}"
@@ -239,14 +232,7 @@ fn folded_response_lines_are_unfolded_in_place_when_allowed() {
     for cut in 0..=input.len() {
         let mut client = Client::with_config(lenient);
         client.expect_response("GET");
-        let mut conn = Conn::new(client, T0);
-        let mut events = Vec::new();
-        for piece in [&input[..cut], &input[cut..]] {
-            conn.feed(piece, T0).unwrap();
-            while let Some(event) = conn.poll_event().unwrap() {
-                events.push(event);
-            }
-        }
+        let (_, events) = fed(client, &input[..], cut);
         let [ClientEvent::Head(head), data @ .., ClientEvent::End] = &events[..] else {
             panic!("at {cut}: {events:?}")
         };

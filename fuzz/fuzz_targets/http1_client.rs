@@ -33,11 +33,13 @@ use cleave_proto::http1::{Body, Client, ClientEvent, Headers, Http1Config, Respo
 use cleave_proto::{Conn, Error};
 use libfuzzer_sys::fuzz_target;
 
+#[path = "../../core/tests/support/harness.rs"]
+mod harness;
 #[path = "support/http1.rs"]
 mod support;
+use harness::pieces;
 use support::{
-    check_head_lines, consumed, content_lengths, elements, has_element, ix, pieces, place, Open,
-    State,
+    check_head_lines, consumed, content_lengths, elements, has_element, ix, place, Open, State,
 };
 
 /// What the fuzzer chose besides the bytes.

@@ -123,21 +123,6 @@ pub(crate) fn check_head_lines(head: &[u8], config: &Http1Config) {
     );
 }
 
-/// `input` in pieces whose sizes cycle through `sizes`.
-pub(crate) fn pieces<'a>(input: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
-    let mut out = Vec::new();
-    let mut rest = input;
-    for &size in sizes.iter().cycle() {
-        if rest.is_empty() {
-            break;
-        }
-        let (piece, tail) = rest.split_at(size.min(rest.len()));
-        out.push(piece);
-        rest = tail;
-    }
-    out
-}
-
 /// Where `part`, which ends at `end`, starts: asserted to be the bytes
 /// there, and after `pos`, what is accounted for.
 pub(crate) fn place(input: &[u8], pos: usize, part: &[u8], end: usize) -> usize {
