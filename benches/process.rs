@@ -1,6 +1,6 @@
 //! What the memory benches share: the server child they measure (spawned
 //! from the same binary, asked for its figures over stdin and stdout,
-//! every wait bounded), and the machine's facts they print.
+//! every wait bounded); and the machine's facts that every report prints.
 
 use std::io::{self, BufRead, BufReader, Write as _};
 use std::net::SocketAddr;

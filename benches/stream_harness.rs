@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use bytes_handoff::{HandoffBuffer, HandoffBufferConfig, WriteHandoff, WriteHandoffConfig};
+use cleave_benches::process::machine;
 use cleave_proto::route::{Match, Router};
 use cleave_proto::{
     Checked, CheckedConfig, Checksum, ConnConfig, Decoder, Encoder, Event, Frame, LengthConfig,
@@ -1288,23 +1289,6 @@ fn print_checked_table(shape: Shape, payload: usize, frames: usize, runs: usize,
             row.rss_mib,
         );
     }
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| String::from("unknown CPU"));
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    format!("{cpu}, {cores} cores, Linux {kernel}")
 }
 
 struct Options {

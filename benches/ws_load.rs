@@ -47,6 +47,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use cleave_benches::process::machine;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use http_body_util::Empty;
 use hyper::{Request, Response};
@@ -482,20 +483,6 @@ fn example_path() -> Result<PathBuf, String> {
         .and_then(|deps| deps.parent())
         .map(|dir| dir.join("examples").join("ws_echo_server"))
         .ok_or_else(|| "no target directory".into())
-}
-
-/// The processor's name and how many cores this process may use.
-fn machine() -> String {
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find_map(|line| line.strip_prefix("model name"))
-                .map(|rest| rest.trim_start_matches([' ', '\t', ':']).to_owned())
-        })
-        .unwrap_or_else(|| "an unknown processor".into());
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    format!("{model}, {cores} cores")
 }
 
 fn compare(args: &[String]) -> Result<(), String> {
