@@ -5,6 +5,8 @@
 #[path = "support/fixtures.rs"]
 mod fixtures;
 
+#[path = "support/harness.rs"]
+mod harness;
 #[path = "support/session_model.rs"]
 mod session_model;
 
@@ -18,8 +20,9 @@ use cleave_proto::Heads;
 use cleave_proto::{
     Bytes, Error, Event, InvalidInput, Lines, ProxyField, ProxyMode, Session, SessionConfig,
 };
+use harness::pieces;
 use proptest::prelude::*;
-use session_model::{accounted, drive, drive_with, pieces, rules};
+use session_model::{accounted, drive, drive_with, rules};
 
 fn optional_proxy() -> SessionConfig {
     SessionConfig::default().proxy(ProxyMode::Optional)

@@ -58,6 +58,8 @@
 use cleave_proto::websocket::Role;
 use libfuzzer_sys::fuzz_target;
 
+#[path = "../../core/tests/support/harness.rs"]
+mod harness;
 #[path = "support/websocket.rs"]
 mod support;
 use support::{check, setup, SETUP_LEN};

@@ -32,6 +32,8 @@ use cleave_proto::write::Push;
 use cleave_proto::{Bytes, WriteQueueConfig};
 use libfuzzer_sys::fuzz_target;
 
+#[path = "../../core/tests/support/harness.rs"]
+mod harness;
 #[path = "support/websocket.rs"]
 mod support;
 use support::{conn, drain, other, pieces, Seen, CODES, NOW};

@@ -98,19 +98,6 @@ where
     (events, error)
 }
 
-pub fn pieces<'a>(data: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
-    let mut out = Vec::new();
-    let mut rest = data;
-    let mut i = 0;
-    while !rest.is_empty() {
-        let n = sizes[i % sizes.len()].clamp(1, rest.len());
-        out.push(&rest[..n]);
-        rest = &rest[n..];
-        i += 1;
-    }
-    out
-}
-
 /// Bytes the events account for: a PROXY header's length, frames with
 /// their delimiter (`overhead` a frame), tunnel and closing bytes.
 pub fn accounted(events: &[Ev], overhead: usize) -> usize {

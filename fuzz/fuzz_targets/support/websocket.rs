@@ -578,20 +578,9 @@ fn check_queued(setup: &Setup, run: &Run) {
     }
 }
 
-/// `input` in pieces whose sizes cycle through `sizes`.
-pub(crate) fn pieces<'a>(input: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
-    let mut out = Vec::new();
-    let mut rest = input;
-    for &size in sizes.iter().cycle() {
-        if rest.is_empty() {
-            break;
-        }
-        let (piece, tail) = rest.split_at(size.min(rest.len()));
-        out.push(piece);
-        rest = tail;
-    }
-    out
-}
+/// `input` in pieces whose sizes cycle through `sizes`: the cutting every
+/// harness shares (`core/tests/support/harness.rs`).
+pub(crate) use crate::harness::pieces;
 
 /// Checks a run cut differently against the whole input's: the same
 /// events, the same error, the same stall, the same bytes queued (when
