@@ -22,8 +22,8 @@
 //! The first 7 bytes choose the setup: flags (bare LF, chunk-size
 //! whitespace, repeated Content-Length, end of stream, small head limits, a
 //! body limit, recording the requests, a chunk-extension limit), two piece
-//! sizes, the head limits, the body limit, the extension limit, four
-//! methods.
+//! sizes, the head limits, the body limit, the extension limit (and, in
+//! its top bit, obs-fold unfolded in responses), four methods.
 
 #![no_main]
 
@@ -76,6 +76,7 @@ fn setup([flags, a, b, limits, body, ext, methods]: [u8; 7]) -> Option<Setup> {
     if flags & 0x80 != 0 {
         config = config.max_chunk_extensions(u64::from(ext % 64));
     }
+    config = config.allow_obs_fold_in_responses(ext & 0x80 != 0);
     Some(Setup {
         config,
         sizes: [usize::from(a % 64) + 1, usize::from(b % 64) + 1],
@@ -254,9 +255,10 @@ fn codings(headers: &Headers) -> Vec<&[u8]> {
 
 /// A final or interim response, answering a request with `method` (or
 /// none: `method` is then GET, and the response is the last).
-fn check_response(r: &Response, method: &str, asked: bool, config: &Http1Config) {
+/// `came` is the head as it came: the limits bound its lines.
+fn check_response(r: &Response, came: &[u8], method: &str, asked: bool, config: &Http1Config) {
     let head = r.as_bytes();
-    check_head_lines(head, config);
+    check_head_lines(came, config);
     let status = r.status();
     assert!((100..=999).contains(&status), "status {status}");
     let line = format!("{} {status} ", r.version());
@@ -302,6 +304,33 @@ fn check_response(r: &Response, method: &str, asked: bool, config: &Http1Config)
     );
 }
 
+/// `head` with each obs-fold undone as RFC 9112, section 5.2 says: a
+/// line end (CRLF, or a bare LF) inside the field lines that a space or a
+/// tab follows becomes as many spaces. The status line's end never is
+/// one: whitespace after it is refused.
+fn unfolded(head: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(head.len());
+    let mut lines = head.split_inclusive(|&b| b == b'\n').peekable();
+    let mut first = true;
+    while let Some(line) = lines.next() {
+        let folds = !first
+            && matches!(lines.peek(), Some(next) if next.starts_with(b" ") || next.starts_with(b"\t"));
+        first = false;
+        match (folds, line.strip_suffix(b"\r\n"), line.strip_suffix(b"\n")) {
+            (true, Some(text), _) => {
+                out.extend_from_slice(text);
+                out.extend_from_slice(b"  ");
+            }
+            (true, None, Some(text)) => {
+                out.extend_from_slice(text);
+                out.push(b' ');
+            }
+            _ => out.extend_from_slice(line),
+        }
+    }
+    out
+}
+
 /// Walks one run's events over the input.
 struct Checker<'a> {
     input: &'a [u8],
@@ -315,7 +344,7 @@ struct Checker<'a> {
     asked: std::collections::VecDeque<&'static str>,
 }
 
-impl Checker<'_> {
+impl<'a> Checker<'a> {
     fn event(&mut self, seen: &Seen, end: u64) {
         let end = ix(end);
         match seen {
@@ -336,30 +365,43 @@ impl Checker<'_> {
     }
 
     /// A head right after what is accounted for: no blank lines before a
-    /// response.
-    fn start(&self, r: &Response, end: usize) {
+    /// response. With obs-fold allowed, the head is the bytes that came
+    /// with each fold's line end made spaces; folded or not, no fold is
+    /// left in it.
+    fn start(&self, r: &Response, end: usize) -> &'a [u8] {
         assert!(
             matches!(self.state, State::Idle),
             "a head in {:?}",
             self.state
         );
-        let start = place(self.input, self.pos, r.as_bytes(), end);
+        let head = r.as_bytes();
+        let start = if self.setup.config.get_allow_obs_fold_in_responses() {
+            let start = end.checked_sub(head.len()).expect("a head past the stream");
+            assert!(start >= self.pos, "a head over bytes accounted for");
+            let came = unfolded(&self.input[start..end]);
+            assert_eq!(head, came.as_slice(), "a head not as it came, unfolded");
+            start
+        } else {
+            place(self.input, self.pos, head, end)
+        };
         assert_eq!(start, self.pos, "bytes skipped before a response");
+        assert_eq!(unfolded(head), head.as_ref(), "a folded line in a head");
+        &self.input[start..end]
     }
 
     fn interim(&mut self, r: &Response, end: usize) {
-        self.start(r, end);
+        let came = self.start(r, end);
         let asked = self.asked.front().copied();
         let method = asked.unwrap_or("GET");
-        check_response(r, method, asked.is_some(), &self.setup.config);
+        check_response(r, came, method, asked.is_some(), &self.setup.config);
         assert!(r.is_interim(), "a final response as interim");
     }
 
     fn head(&mut self, r: &Response, end: usize) {
-        self.start(r, end);
+        let came = self.start(r, end);
         let asked = self.asked.pop_front();
         let method = asked.unwrap_or("GET");
-        check_response(r, method, asked.is_some(), &self.setup.config);
+        check_response(r, came, method, asked.is_some(), &self.setup.config);
         assert!(!r.is_interim(), "an interim response as final");
         self.state = State::Open(Open::new(r.body()));
         self.last = !r.keep_alive();

@@ -210,7 +210,9 @@ impl Http1Config {
     /// answering 502). A head that is refused for another fault is handed
     /// back as it came. Requests and trailers are never unfolded, nor a
     /// first field line that starts with whitespace (RFC 9112, section
-    /// 2.2).
+    /// 2.2). The limits count the lines as they came: `max_line` bounds
+    /// each of them, and a field unfolded from several may be longer (the
+    /// head stays within `max_head`).
     #[must_use]
     pub fn allow_obs_fold_in_responses(mut self, allow: bool) -> Self {
         self.allow_obs_fold_in_responses = allow;
