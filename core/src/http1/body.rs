@@ -80,13 +80,7 @@ impl BodyState {
     ) -> Result<Option<Piece>, Error> {
         match self {
             Self::Length(0) | Self::Ended => Ok(Some(Piece::End)),
-            Self::Length(remaining) => {
-                let Some(data) = take(recv, *remaining, eof)? else {
-                    return Ok(None);
-                };
-                *remaining -= data.len() as u64;
-                Ok(Some(Piece::Data(data)))
-            }
+            Self::Length(_) => data_or_wait(self.data_now(recv, received), recv, eof),
             Self::UntilClose => {
                 if recv.is_empty() {
                     return Ok(eof.then_some(Piece::End));
@@ -113,6 +107,73 @@ impl BodyState {
     }
 }
 
+impl BodyState {
+    /// The body's next data when some is buffered and nothing else comes
+    /// first (within a Content-Length, or inside a chunk): what
+    /// [`poll`](Self::poll) gives then, and the one place that takes it.
+    /// `None` in every other case, which `poll` settles: the fast path of
+    /// the protocols that read bodies.
+    #[inline(always)]
+    pub(crate) fn data_now(&mut self, recv: &mut RecvBuf, received: &mut u64) -> Option<Bytes> {
+        if recv.is_empty() {
+            return None;
+        }
+        match self {
+            Self::Length(remaining) if *remaining > 0 => {
+                let data = recv.split_frame(0, buffered(recv, *remaining), 0);
+                *remaining -= data.len() as u64;
+                Some(data)
+            }
+            Self::Chunked(chunked) => chunked.data_now(recv, received),
+            _ => None,
+        }
+    }
+}
+
+/// Of `remaining` bytes, how many are buffered.
+#[inline(always)]
+fn buffered(recv: &RecvBuf, remaining: u64) -> usize {
+    usize::try_from(remaining).map_or(recv.len(), |n| n.min(recv.len()))
+}
+
+impl Chunked {
+    /// Inside a chunk, its next data if some is buffered; `None` anywhere
+    /// else.
+    #[inline(always)]
+    fn data_now(&mut self, recv: &mut RecvBuf, received: &mut u64) -> Option<Bytes> {
+        let Step::Data(remaining) = self.step else {
+            return None;
+        };
+        if recv.is_empty() {
+            return None;
+        }
+        let data = recv.split_frame(0, buffered(recv, remaining), 0);
+        // Within the limit: the size line was checked.
+        *received = received.saturating_add(data.len() as u64);
+        let left = remaining - data.len() as u64;
+        self.step = if left == 0 {
+            Step::DataEnd
+        } else {
+            Step::Data(left)
+        };
+        Some(data)
+    }
+}
+
+/// Data [`BodyState::data_now`] took, or, when none was buffered, a wait
+/// for more (a truncation at the end of the stream).
+fn data_or_wait(
+    data: Option<Bytes>,
+    recv: &mut RecvBuf,
+    eof: bool,
+) -> Result<Option<Piece>, Error> {
+    match data {
+        Some(data) => Ok(Some(Piece::Data(data))),
+        None if eof => Err(truncated(recv)),
+        None => Ok(None),
+    }
+}
+
 /// The next piece of the current message: its body's, or its end at once
 /// when it has none (`body` is `None`).
 pub(crate) fn next_piece(
@@ -126,18 +187,6 @@ pub(crate) fn next_piece(
         None => Ok(Some(Piece::End)),
         Some(body) => body.poll(recv, eof, config, received),
     }
-}
-
-/// Up to `remaining` bytes as one view; `None` when none are buffered
-/// (a truncation at the end of the stream).
-fn take(recv: &mut RecvBuf, remaining: u64, eof: bool) -> Result<Option<Bytes>, Error> {
-    if recv.is_empty() {
-        return if eof { Err(truncated(recv)) } else { Ok(None) };
-    }
-    let n = usize::try_from(remaining)
-        .unwrap_or(usize::MAX)
-        .min(recv.len());
-    Ok(Some(recv.split_to(n)?))
 }
 
 /// The stream ended inside a message.
@@ -260,20 +309,7 @@ impl Chunked {
                         Step::Data(size)
                     };
                 }
-                Step::Data(remaining) => {
-                    let Some(data) = take(recv, remaining, eof)? else {
-                        return Ok(None);
-                    };
-                    // Within the limit: the size line was checked.
-                    *received = received.saturating_add(data.len() as u64);
-                    let left = remaining - data.len() as u64;
-                    self.step = if left == 0 {
-                        Step::DataEnd
-                    } else {
-                        Step::Data(left)
-                    };
-                    return Ok(Some(Piece::Data(data)));
-                }
+                Step::Data(_) => return data_or_wait(self.data_now(recv, received), recv, eof),
                 Step::DataEnd => {
                     let n = match recv.peek() {
                         [b'\r', b'\n', ..] => 2,

@@ -351,6 +351,20 @@ impl Protocol for Client {
         polled
     }
 
+    /// Body data that is buffered, within a Content-Length or inside a
+    /// chunk, taken in the caller's loop.
+    #[inline(always)]
+    fn poll_fast(&mut self, wire: &mut Wire<'_>) -> Option<ClientEvent> {
+        match &mut self.state {
+            State::Body {
+                body: Some(body), ..
+            } => body
+                .data_now(wire.recv(), &mut self.received)
+                .map(ClientEvent::Data),
+            _ => None,
+        }
+    }
+
     fn phase(&self) -> Phase {
         match self.state {
             State::Done => Phase::Done,
