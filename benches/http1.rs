@@ -56,7 +56,7 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use cleave_benches::alloc::{allocations, Counting};
-use cleave_benches::{block_on, landing, unseen, PAGE, SLOW};
+use cleave_benches::{at_line_offset, block_on, landing, unseen, LINE, PAGE, SLOW};
 use cleave_proto::http1::{response_into, Body, Server, ServerEvent};
 use cleave_proto::{Conn, ConnConfig, RecvBufConfig};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -405,9 +405,13 @@ fn memcpy_body(buf: &mut [u8], input: &[u8]) -> usize {
 /// reads land) at these distances: all outside that band, and at eight
 /// alignments within a cache line (a copy between differently aligned
 /// addresses costs more), the same for every variant. What stays the
-/// allocator's is where each variant's buffer starts within a cache line
-/// (so where its sources start too), and that each variant reads copies
-/// in an allocation of its own.
+/// allocator's is that each variant reads copies in an allocation of its
+/// own. Where each buffer starts within a cache line (and so where the
+/// sources start) is the same for all: the bound's and the floor's are
+/// chosen to start where cleave's reads land (see `at_line_offset`);
+/// left to the allocator, the bound's reads once landed 32 bytes into a
+/// line and cleave's at its start, and cleave's Content-Length body beat
+/// the bound by 1%.
 const COPY_DELTAS: [usize; 8] = [64, 585, 1106, 1627, 2148, 2669, 3190, 3711];
 
 /// The value seen most often.
@@ -463,11 +467,11 @@ impl Placed {
 /// Places a variant's inputs: `run` reads every input in turn (as the
 /// timed loop does) and reports where each read landed; the inputs are
 /// placed where the variant's reads of them land most often, and checked:
-/// each input's reads land most often at its distance, and none lands in
-/// the slow band (a read can land elsewhere: the hand-written loop's
-/// `BytesMut` starts an input where the last one's short read left it,
-/// 69 or 589 bytes on).
-fn place_for<R>(body: &[u8], variant: &str, mut run: R) -> Placed
+/// each input's reads land most often at its distance and `line` bytes
+/// into a cache line, and none lands in the slow band (a read can land
+/// elsewhere: the hand-written loop's `BytesMut` starts an input where
+/// the last one's short read left it, 69 or 589 bytes on).
+fn place_for<R>(body: &[u8], variant: &str, line: usize, mut run: R) -> Placed
 where
     R: FnMut(&[&[u8]], &mut dyn FnMut(usize, (usize, usize))),
 {
@@ -475,6 +479,13 @@ where
     let mut dst = vec![Vec::new(); COPY_DELTAS.len()];
     run(&probe.inputs(), &mut |i, (at, _)| dst[i].push(at));
     let dst: Vec<usize> = dst.into_iter().map(most_often).collect();
+    for at in &dst {
+        assert_eq!(
+            at % LINE,
+            line,
+            "{variant}: reads land {line} bytes into a line"
+        );
+    }
     let placed = Placed::new(body, &dst);
     let mut deltas = vec![Vec::new(); COPY_DELTAS.len()];
     run(&placed.inputs(), &mut |i, (_, delta)| deltas[i].push(delta));
@@ -492,9 +503,17 @@ fn body(c: &mut Criterion) {
     for (mode, chunk) in [("content_length", None), ("chunked_16k", Some(READ))] {
         let body = body_input(len, chunk);
         let chunked = chunk.is_some();
-        let mut manual = BytesMut::with_capacity(2 * READ);
         let mut default = Conn::new(Server::new(), NOW);
-        let mut floor = vec![0; READ];
+        // Where cleave's reads land within a cache line: the bound's and
+        // the floor's buffers start there too.
+        let mut lines = Vec::new();
+        cleave_body(&mut default, &body, &mut |read, buf| {
+            lines.push(landing(read, buf).0 % LINE);
+        });
+        let line = most_often(lines);
+        let address = |buf: &[u8]| buf.as_ptr() as usize;
+        let mut manual = at_line_offset(line, || BytesMut::with_capacity(2 * READ), |b| address(b));
+        let mut floor = at_line_offset(line, || vec![0; READ], |v| address(v));
         let want = manual_body(&mut manual, &body, chunked, &mut unseen);
         assert_eq!(want.2, len);
         assert_eq!(
@@ -505,14 +524,19 @@ fn body(c: &mut Criterion) {
         let (d, _) = allocations(|| cleave_body(&mut default, &body, &mut unseen));
         let (m, _) = allocations(|| manual_body(&mut manual, &body, chunked, &mut unseen));
         println!(
-            "body_1mib/{mode} ({} reads, {} Data), allocations per MiB: cleave {d}, hand-written {m}",
+            "body_1mib/{mode} ({} reads, {} Data, each landing {line} bytes into a cache line), allocations per MiB: cleave {d}, hand-written {m}",
             body.len().div_ceil(READ),
             want.1,
         );
 
         let at = floor.as_ptr() as usize % PAGE;
+        assert_eq!(
+            at % LINE,
+            line,
+            "the floor's buffer starts {line} bytes into a line"
+        );
         let floor_inputs = Placed::new(&body, &[at; COPY_DELTAS.len()]);
-        let manual_inputs = place_for(&body, "hand-written", |inputs, seen| {
+        let manual_inputs = place_for(&body, "hand-written", line, |inputs, seen| {
             for (i, input) in inputs.iter().enumerate() {
                 let tally = manual_body(&mut manual, input, chunked, &mut |read, buf| {
                     seen(i, landing(read, buf));
@@ -520,7 +544,7 @@ fn body(c: &mut Criterion) {
                 assert_eq!(tally, want, "{mode}: hand-written");
             }
         });
-        let cleave_inputs = place_for(&body, "cleave", |inputs, seen| {
+        let cleave_inputs = place_for(&body, "cleave", line, |inputs, seen| {
             for (i, input) in inputs.iter().enumerate() {
                 let tally = cleave_body(&mut default, input, &mut |read, buf| {
                     seen(i, landing(read, buf));

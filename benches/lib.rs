@@ -200,6 +200,31 @@ pub const PAGE: usize = 4096;
 /// inputs to keep each variant's reads out of it.
 pub const SLOW: core::ops::Range<usize> = 1..64;
 
+/// A cache line: a 16 KiB read copied to the start of one is faster than
+/// one copied to its middle, so the benches that copy such reads start
+/// every variant's buffer at the same offset into a line.
+pub const LINE: usize = 64;
+
+/// The first of `make`'s values whose memory (at `ptr`) starts `offset`
+/// bytes into a cache line, or the 64th made: where an allocation starts
+/// within a line is the allocator's choice, and a bound whose buffer
+/// starts elsewhere than the code's under test measures that luck too.
+/// The values made before it are dropped after it is chosen.
+pub fn at_line_offset<T>(
+    offset: usize,
+    mut make: impl FnMut() -> T,
+    ptr: impl Fn(&T) -> usize,
+) -> T {
+    let mut tried = Vec::new();
+    loop {
+        let made = make();
+        if ptr(&made) % LINE == offset || tried.len() == 63 {
+            return made;
+        }
+        tried.push(made);
+    }
+}
+
 /// A `landed` hook (a bench loop's look at where each read was copied)
 /// that looks at nothing: inlined, so the timed loops pay nothing for it.
 #[inline(always)]
