@@ -67,6 +67,32 @@ pub trait Socket {
         Ok(None)
     }
 
+    /// Sets how long a write may block (`None`: as long as it takes), as
+    /// [`set_read_timeout`](Self::set_read_timeout) for reads. A
+    /// [`Stream`](crate::Stream) sets it while it writes what it owes
+    /// (the protocol's replies, a close's queue) and the connection has a
+    /// deadline, so that a peer that stops reading cannot hold it past
+    /// its timeouts; then it puts back what
+    /// [`write_timeout`](Self::write_timeout) said.
+    ///
+    /// # Errors
+    ///
+    /// What the OS says. By default nothing is set, and `Ok`.
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        let _ = timeout;
+        Ok(())
+    }
+
+    /// The write timeout now: the caller's, which a
+    /// [`Stream`](crate::Stream) puts back.
+    ///
+    /// # Errors
+    ///
+    /// What the OS says. By default `Ok(None)`.
+    fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(None)
+    }
+
     /// Shuts the sending half down: the peer reads the end of the stream.
     /// [`Stream::close`](crate::Stream::close) calls it once everything
     /// queued is written, and the writer thread once its queue is closed
@@ -187,6 +213,14 @@ impl Socket for TcpStream {
         TcpStream::read_timeout(self)
     }
 
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        TcpStream::set_write_timeout(self, timeout)
+    }
+
+    fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        TcpStream::write_timeout(self)
+    }
+
     fn shutdown_write(&self) -> io::Result<()> {
         closed_is_shut(self.shutdown(std::net::Shutdown::Write))
     }
@@ -209,6 +243,14 @@ impl Socket for std::os::unix::net::UnixStream {
 
     fn read_timeout(&self) -> io::Result<Option<Duration>> {
         std::os::unix::net::UnixStream::read_timeout(self)
+    }
+
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        std::os::unix::net::UnixStream::set_write_timeout(self, timeout)
+    }
+
+    fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        std::os::unix::net::UnixStream::write_timeout(self)
     }
 
     fn shutdown_write(&self) -> io::Result<()> {
@@ -266,6 +308,14 @@ impl<T: Socket + ?Sized> Socket for &mut T {
         (**self).read_timeout()
     }
 
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        (**self).set_write_timeout(timeout)
+    }
+
+    fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        (**self).write_timeout()
+    }
+
     fn shutdown_write(&self) -> io::Result<()> {
         (**self).shutdown_write()
     }
@@ -286,6 +336,14 @@ impl<T: Socket + ?Sized> Socket for Box<T> {
 
     fn read_timeout(&self) -> io::Result<Option<Duration>> {
         (**self).read_timeout()
+    }
+
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        (**self).set_write_timeout(timeout)
+    }
+
+    fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        (**self).write_timeout()
     }
 
     fn shutdown_write(&self) -> io::Result<()> {

@@ -66,9 +66,17 @@ use crate::socket::Socket;
 /// deadlines when a read returns. The socket must block: a non-blocking
 /// one would have `recv` spin until the deadline.
 ///
-/// Writes block: set a write timeout on the socket to give up on a peer
-/// that stops reading (it comes back as [`ConnError::TimedOut`], and
-/// nothing queued is lost). On Unix a read or write timeout is
+/// The writes `recv` makes (the protocol's replies, what a closing
+/// connection owes) and [`close`](Self::close)'s run with the same
+/// deadlines: while the connection has one, the socket's write timeout
+/// is set to it ([`Socket::set_write_timeout`]), so a peer that stops
+/// reading is ended by the connection's timeouts (an idle timeout, then
+/// a linger that ends in a reset), and the caller's write timeout is put
+/// back after. [`send`](Self::send) and [`flush`](Self::flush) block as
+/// the writer lets them (they need only `Write`): set a write timeout on
+/// the socket to give up on a peer that stops reading (it comes back as
+/// [`ConnError::TimedOut`], and nothing queued is lost). On Unix a read
+/// or write timeout is
 /// `WouldBlock`; `TimedOut` there is the kernel giving up on the
 /// connection (`ETIMEDOUT`: retransmissions or keepalives unanswered),
 /// a final [`ConnError::Io`].
@@ -108,18 +116,47 @@ pub struct Stream<S, P> {
     /// When the connection started: `now` is the time since.
     base: Instant,
     timer: Timer,
+    /// The write timeout set while writing what the connection owes.
+    write_timer: Timer,
     /// `recv` failed with this kind (reading, or writing a reply): it
     /// says so again, once the events already buffered are out.
     failed: Option<io::ErrorKind>,
 }
 
-/// The read timeout `recv` set for the connection's deadline.
+/// A socket timeout (read or write) set for the connection's deadline.
 #[derive(Clone, Copy, Debug, Default)]
 struct Timer {
-    /// The socket's read timeout, while `recv` has one set.
+    /// The socket's timeout, while one is set for a deadline.
     set: Option<Duration>,
-    /// The caller's read timeout, put back once there is no deadline.
+    /// The caller's timeout, put back once there is no deadline.
     saved: Option<Duration>,
+}
+
+impl Timer {
+    /// Sets the timeout (with `set`) to end a wait `wait` from now (at
+    /// most [`slack`] late), or puts the caller's back (as `get` said it
+    /// was) when there is no deadline. The system is called only when
+    /// the value must change.
+    fn arm(
+        &mut self,
+        wait: Option<Duration>,
+        get: impl FnOnce() -> io::Result<Option<Duration>>,
+        set: impl FnOnce(Option<Duration>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let value = match (wait, self.set) {
+            (Some(wait), Some(set)) if set >= wait && set - wait < slack(wait) => return Ok(()),
+            (Some(wait), _) => Some(wait.saturating_add(slack(wait) / 2)),
+            (None, Some(_)) => None,
+            (None, None) => return Ok(()),
+        };
+        if self.set.is_none() {
+            self.saved = get()?;
+        }
+        // No deadline: the caller's timeout, as it was.
+        set(value.or(self.saved))?;
+        self.set = value;
+        Ok(())
+    }
 }
 
 /// How late a read may return after a deadline `wait` away: 1/64 of the
@@ -145,6 +182,7 @@ impl<S, P: Protocol> Stream<S, P> {
             conn: Conn::with_config(protocol, config, Duration::ZERO),
             base: Instant::now(),
             timer: Timer::default(),
+            write_timer: Timer::default(),
             failed: None,
         }
     }
@@ -187,18 +225,20 @@ impl<S, P: Protocol> Stream<S, P> {
             conn: self.conn.switch(next),
             base: self.base,
             timer: self.timer,
+            write_timer: self.write_timer,
             failed: self.failed,
         }
     }
 }
 
 impl<S: Socket, P: Protocol> Stream<S, P> {
-    /// The reader and writer, with the read timeout they had before the
-    /// connection's deadlines, and the connection (its buffer holds the
-    /// bytes not consumed; its queue what was not written).
+    /// The reader and writer, with the read and write timeouts they had
+    /// before the connection's deadlines, and the connection (its buffer
+    /// holds the bytes not consumed; its queue what was not written).
     pub fn into_parts(mut self) -> (S, Conn<P>) {
-        // Best effort: the caller's timeout, as it was.
+        // Best effort: the caller's timeouts, as they were.
         let _ = self.arm(None);
+        let _ = self.arm_write(None);
         (self.io, self.conn)
     }
 
@@ -278,48 +318,100 @@ impl<S: Socket, P: Protocol> Stream<S, P> {
     /// be written: the protocol's replies (the urgent lane, after the rest
     /// of a frame in progress), or everything once the write side is
     /// closing (a timeout, a protocol's close); then shuts down or resets
-    /// as the core asks. Returns whether it wrote.
+    /// as the core asks. Returns whether it wrote. The connection's
+    /// deadlines run while it writes (see [`timed`](Self::timed)).
     fn write_owed(&mut self) -> Result<bool, ConnError> {
-        let Some(writer) = self.io.writer() else {
+        if self.io.writer().is_none() {
             // Nothing is written here, but the end the connection asks
             // for still applies: a reset of a `ReadHalf`'s socket.
             self.shut()?;
             return Ok(false);
-        };
-        // Closing, or nothing more will be read (a protocol's last frame
-        // may wait to be queued): everything goes out.
-        let closing = self.conn.queue().is_closed() || self.conn.is_read_done();
-        let mut wrote = false;
-        while closing || self.conn.queue().pending_bytes(Lane::Urgent) > 0 {
-            if write_once(&mut self.conn, writer, self.base)? == 0 {
-                break;
-            }
-            wrote = true;
         }
-        if wrote {
-            flush_only(&mut self.conn, writer, self.base)?;
+        let mut wrote = false;
+        if self.owes() {
+            self.timed(|s| s.write_owed_now(&mut wrote))?;
         }
         self.shut()?;
         Ok(wrote)
     }
 
-    /// Sets the read timeout to end a read `wait` from now (at most
-    /// [`slack`] late), or puts the caller's back when there is no
-    /// deadline. The system is called only when the value must change.
-    fn arm(&mut self, wait: Option<Duration>) -> io::Result<()> {
-        let value = match (wait, self.timer.set) {
-            (Some(wait), Some(set)) if set >= wait && set - wait < slack(wait) => return Ok(()),
-            (Some(wait), _) => Some(wait.saturating_add(slack(wait) / 2)),
-            (None, Some(_)) => None,
-            (None, None) => return Ok(()),
+    /// Whether the connection owes writes that must not wait: closing, or
+    /// nothing more will be read (a protocol's last frame may wait to be
+    /// queued), or replies on the urgent lane.
+    fn owes(&self) -> bool {
+        self.conn.queue().is_closed()
+            || self.conn.is_read_done()
+            || self.conn.queue().pending_bytes(Lane::Urgent) > 0
+    }
+
+    /// [`write_owed`](Self::write_owed)'s writes, without the deadlines;
+    /// `wrote` says whether any bytes went out.
+    fn write_owed_now(&mut self, wrote: &mut bool) -> Result<(), ConnError> {
+        let Some(writer) = self.io.writer() else {
+            return Ok(());
         };
-        if self.timer.set.is_none() {
-            self.timer.saved = self.io.read_timeout()?;
+        let closing = self.conn.queue().is_closed() || self.conn.is_read_done();
+        let mut now = false;
+        while closing || self.conn.queue().pending_bytes(Lane::Urgent) > 0 {
+            if write_once(&mut self.conn, writer, self.base)? == 0 {
+                break;
+            }
+            now = true;
         }
-        // No deadline: the caller's timeout, as it was.
-        self.io.set_read_timeout(value.or(self.timer.saved))?;
-        self.timer.set = value;
+        *wrote |= now;
+        if now {
+            flush_only(&mut self.conn, writer, self.base)?;
+        }
         Ok(())
+    }
+
+    /// Runs `write` with the connection's deadlines running, as `recv`
+    /// does for reads: while the connection has a deadline, the socket's
+    /// write timeout is set to it ([`Socket::set_write_timeout`]), and a
+    /// write that times out there has the connection handle it (an idle
+    /// timeout, a linger that ends in a reset) and goes on; so a peer that
+    /// stops reading cannot hold a write past the connection's timeouts.
+    /// A timeout of the caller's, with no deadline, is
+    /// [`ConnError::TimedOut`]. The caller's write timeout is put back
+    /// after.
+    fn timed<T>(
+        &mut self,
+        mut write: impl FnMut(&mut Self) -> Result<T, ConnError>,
+    ) -> Result<T, ConnError> {
+        let done = loop {
+            let now = self.now();
+            if self.conn.poll_timeout().is_some_and(|at| at <= now) {
+                self.conn.handle_timeout(now);
+            }
+            let wait = self.conn.poll_timeout().map(|at| at.saturating_sub(now));
+            if let Err(e) = self.arm_write(wait) {
+                break Err(ConnError::Io(e));
+            }
+            match write(self) {
+                // The connection's deadline, or a tick before it: handled
+                // above, then the writes go on.
+                Err(ConnError::TimedOut) if wait.is_some() => {}
+                done => break done,
+            }
+        };
+        // Best effort: what matters is how the writes went.
+        let _ = self.arm_write(None);
+        done
+    }
+
+    /// Sets the read timeout to end a read `wait` from now, or puts the
+    /// caller's back when there is no deadline (see [`Timer::arm`]).
+    fn arm(&mut self, wait: Option<Duration>) -> io::Result<()> {
+        let io = &self.io;
+        self.timer
+            .arm(wait, || io.read_timeout(), |t| io.set_read_timeout(t))
+    }
+
+    /// [`arm`](Self::arm), for the write timeout.
+    fn arm_write(&mut self, wait: Option<Duration>) -> io::Result<()> {
+        let io = &self.io;
+        self.write_timer
+            .arm(wait, || io.write_timeout(), |t| io.set_write_timeout(t))
     }
 }
 
@@ -338,10 +430,10 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
     ///   connection's timeouts ran out (the socket was shut down or reset
     ///   then, as the protocol said: drop the stream). What a clean close
     ///   still owes is written first, until the connection's linger
-    ///   deadline (with a write timeout on the socket; a write timeout and
-    ///   no span to linger for is a reset at once): a reply the peer does
-    ///   not take in time ends with a reset, never a FIN after part of it. At the end of the
-    ///   stream a [`Framed`](cleave_proto::Framed) decoder gives an
+    ///   deadline (the socket's write timeout is set to it; with no span
+    ///   to linger for, a write timeout of the caller's is a reset at
+    ///   once): a reply the peer does not take in time ends with a reset,
+    ///   never a FIN after part of it. At the end of the stream a [`Framed`](cleave_proto::Framed) decoder gives an
     ///   incomplete last frame back in
     ///   [`Error::Truncated`](cleave_proto::Error::Truncated) (a
     ///   [`Session`](cleave_proto::Session) gives it in
@@ -380,6 +472,11 @@ impl<S: Read + Socket, P: Protocol> Stream<S, P> {
             }
             if self.conn.is_read_done() || self.conn.is_read_closed() {
                 self.write_owed()?;
+                // A deadline that passed while it wrote may have ended the
+                // connection: its error comes first.
+                if let Some(event) = self.recv_buffered()? {
+                    return Ok(Some(event));
+                }
                 if self.conn.poll_timeout().is_none() {
                     // No deadline is left: the caller's read timeout, as
                     // it was (best effort, as in `into_parts`: the stream
@@ -464,7 +561,9 @@ impl<S: Write + Socket, P: Protocol> Stream<S, P> {
     /// Ends the write side cleanly: the queue takes nothing more, what it
     /// holds is written and the writer flushed, then the write half is
     /// shut down ([`Socket::shutdown_write`]; a reset instead if the
-    /// connection was reset). Reading goes on.
+    /// connection was reset). Reading goes on. The connection's deadlines
+    /// run while it writes, as in [`recv`](Self::recv): a peer that takes
+    /// nothing until the linger deadline gets a reset.
     ///
     /// # Errors
     ///
@@ -472,7 +571,7 @@ impl<S: Write + Socket, P: Protocol> Stream<S, P> {
     /// everything queued went out and the write half was shut down.
     pub fn close(&mut self) -> Result<(), ConnError> {
         self.conn.close();
-        flush_into(&mut self.conn, &mut self.io, self.base)?;
+        self.timed(|s| flush_into(&mut s.conn, &mut s.io, s.base))?;
         // A reset is done even though the close then reports it.
         self.shut()?;
         self.conn.check_written()

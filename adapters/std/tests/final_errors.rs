@@ -351,10 +351,11 @@ fn a_write_the_kernel_aborted_is_a_final_io_error_not_a_write_timeout() {
 
 /// The same, once nothing more will be read: the client sends a line and
 /// ends its side, the server queues a 1 MiB answer and calls `recv` for
-/// the end, and the client never reads. `recv` writes what is owed, each
-/// write times out (`ConnError::TimedOut`, not final: call again), and
-/// the idle timeout must still end the connection with its final error;
-/// retrying must not go on for ever.
+/// the end, and the client never reads. `recv` writes what is owed (with
+/// the socket's write timeout set to the connection's deadline; a write
+/// timeout of the caller's alone would be `ConnError::TimedOut`, not
+/// final: call again), and the idle timeout must end the connection with
+/// its final error; retrying must not go on for ever.
 #[test]
 fn an_idle_timeout_ends_a_connection_whose_peer_ended_and_never_reads() {
     within(Duration::from_secs(20), || {

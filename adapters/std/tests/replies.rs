@@ -245,6 +245,8 @@ fn the_idle_timeout_ends_a_connection_whose_peer_never_reads_its_replies() {
     server
         .set_write_timeout(Some(Duration::from_millis(50)))
         .unwrap();
+    // As the kernel keeps it (in its clock's ticks: 52 ms at 250 Hz).
+    let callers = server.write_timeout().unwrap();
     let config =
         ConnConfig::default().timeouts(Timeouts::default().idle(Some(Duration::from_millis(300))));
     // 4 KiB pongs: a few fill the socket.
@@ -275,5 +277,50 @@ fn the_idle_timeout_ends_a_connection_whose_peer_never_reads_its_replies() {
             "the idle timeout (300 ms) never fired in 5 s; recv gave ConnError::TimedOut {write_timeouts} times, then {other:?}"
         ),
     }
+    let timeout = stream.get_ref().write_timeout().unwrap();
+    assert_eq!(timeout, callers, "the caller's write timeout is back");
+    drop(client);
+}
+
+/// The same peer, and no write timeout of the caller's: while it writes
+/// the protocol's replies, the stream sets the socket's write timeout to
+/// the connection's deadline, so the idle timeout ends the connection on
+/// its own instead of a write blocking for ever; and the socket has the
+/// caller's write timeout (none) again after.
+#[test]
+fn the_idle_timeout_ends_a_blocked_reply_without_a_write_timeout_of_the_callers() {
+    let (mut client, server) = small_pair();
+    assert_eq!(server.write_timeout().unwrap(), None);
+    let config =
+        ConnConfig::default().timeouts(Timeouts::default().idle(Some(Duration::from_millis(300))));
+    let mut pong = vec![b'p'; 4095];
+    pong.push(b'\n');
+    let protocol = PingLines::with_pong(Bytes::from(pong));
+    let (done, outcome) = std::sync::mpsc::channel();
+    let serving = thread::spawn(move || {
+        let mut stream = Stream::with_config(server, protocol, config);
+        let ended = loop {
+            match stream.recv() {
+                Ok(Some(_)) => {}
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            }
+        };
+        let (socket, _) = stream.into_parts();
+        let _ = done.send((ended, socket.write_timeout().unwrap()));
+    });
+    client.write_all(&b"PING\n".repeat(400)).unwrap();
+
+    // A bound on the wait, not a measure: before the stream set write
+    // timeouts, its write blocked until the peer read or went away.
+    let (ended, timeout) = outcome
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the connection ended while its peer neither read nor went away");
+    match ended {
+        Some(ConnError::Protocol(Error::TimedOut(Timeout::Idle))) => {}
+        other => panic!("ended with {other:?}, not the idle timeout"),
+    }
+    assert_eq!(timeout, None, "the caller's write timeout (none) is back");
+    serving.join().unwrap();
     drop(client);
 }
