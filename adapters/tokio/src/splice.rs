@@ -165,6 +165,14 @@ where
     R: SpliceStream + ?Sized,
     W: SpliceStream + ?Sized,
 {
+    /// The copy's last pass; a pipe's bytes are not moved after a failure
+    /// (a splice shuts the writer down at the reader's end).
+    fn poll_last(&mut self, cx: &mut Context<'_>, reader: &mut R, writer: &mut W) {
+        if let Spliced::Copy(direction) = self {
+            direction.poll_last(cx, reader, writer);
+        }
+    }
+
     fn poll_move(
         &mut self,
         cx: &mut Context<'_>,
@@ -262,7 +270,8 @@ impl PipeDirection {
                         self.written += n as u64;
                         self.moved = true;
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    // A signal: nothing moved, try again.
+                    Err(e) if is_retry(&e) => {}
                     Err(e) => return Step::Done(Poll::Ready(Err(e))),
                 }
                 continue;
@@ -276,7 +285,7 @@ impl PipeDirection {
             match reader.try_io(Interest::READABLE, || lease.fill(reader.as_fd())) {
                 Ok(0) => self.eof = true,
                 Ok(_) => self.moved = true,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if is_retry(&e) => {}
                 // The pipe is empty: copying from here loses nothing.
                 Err(e) if is_unsupported(&e) => return Step::Unsupported,
                 Err(e) => return Step::Done(Poll::Ready(Err(e))),
@@ -391,4 +400,13 @@ mod tests {
         // Both were leased, refused, and kept empty for the next tunnel.
         assert_eq!((pipes.open(), pipes.idle(), pipes.spliced()), (2, 2, 0));
     }
+}
+
+/// A splice that moved nothing and may be tried again: the socket was
+/// not ready after all (`WouldBlock`), or a signal came (`Interrupted`).
+fn is_retry(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    )
 }

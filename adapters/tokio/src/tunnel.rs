@@ -68,8 +68,13 @@ impl TunnelConfig {
 ///   the other side's writer is flushed and its write half shut down
 ///   (a FIN); the other direction goes on until it ends too.
 /// - **A failure stays a failure.** On any error, on either side, reading
-///   or writing, both streams are set to [reset on close](Reset) (its own
-///   errors are ignored) and the first error is returned. When the caller
+///   or writing, what the other direction can still move at once (until
+///   its reader or writer would block: a backend's answer sent just
+///   before the reset that failed the upload) goes first, with no FIN
+///   after it; then both streams are set to [reset on close](Reset) (its
+///   own errors are ignored) and the first error is returned. A
+///   `splice` tunnel's pipe moves nothing more then. Signals
+///   (`Interrupted`) are retried, not failures. When the caller
 ///   then drops the streams, each peer sees a reset, not a clean end: a
 ///   backend that resets after half a response gives the client a reset
 ///   after that half, and a client that resets mid-upload gives the
@@ -217,6 +222,13 @@ pub(crate) trait Move<R: ?Sized, W: ?Sized> {
         writer: &mut W,
     ) -> Poll<io::Result<u64>>;
 
+    /// After the other direction failed: moves what can be moved now
+    /// (until the reader or the writer would block), without ending the
+    /// writer, since the end a read finds then is no clean one. What it
+    /// moves goes before the reset; its own result adds nothing to the
+    /// failure.
+    fn poll_last(&mut self, cx: &mut Context<'_>, reader: &mut R, writer: &mut W);
+
     /// Whether bytes moved since the last call.
     fn take_moved(&mut self) -> bool;
 }
@@ -238,14 +250,31 @@ where
 {
     let (mut up_done, mut down_done) = (None, None);
     poll_fn(|cx| {
+        // A failure on one way ends the tunnel, but what the other way can
+        // still move goes first: a backend's answer sent just before the
+        // reset that failed the upload, say.
         if up_done.is_none() {
-            if let Poll::Ready(n) = up.poll_move(cx, &mut *client, &mut *backend) {
-                up_done = Some(n?);
+            match up.poll_move(cx, &mut *client, &mut *backend) {
+                Poll::Ready(Ok(n)) => up_done = Some(n),
+                Poll::Ready(Err(e)) => {
+                    if down_done.is_none() {
+                        down.poll_last(cx, &mut *backend, &mut *client);
+                    }
+                    return Poll::Ready(Err(e));
+                }
+                Poll::Pending => {}
             }
         }
         if down_done.is_none() {
-            if let Poll::Ready(n) = down.poll_move(cx, &mut *backend, &mut *client) {
-                down_done = Some(n?);
+            match down.poll_move(cx, &mut *backend, &mut *client) {
+                Poll::Ready(Ok(n)) => down_done = Some(n),
+                Poll::Ready(Err(e)) => {
+                    if up_done.is_none() {
+                        up.poll_last(cx, &mut *client, &mut *backend);
+                    }
+                    return Poll::Ready(Err(e));
+                }
+                Poll::Pending => {}
             }
         }
         if let (Some(up), Some(down)) = (up_done, down_done) {
@@ -283,6 +312,9 @@ pub(crate) struct Direction {
     /// Bytes were read or written since [`take_moved`](Self::take_moved).
     moved: bool,
     written: u64,
+    /// The other way failed: the reader's end is no clean one, and the
+    /// writer is not shut down.
+    last: bool,
 }
 
 impl<R, W> Move<R, W> for Direction
@@ -297,6 +329,11 @@ where
         writer: &mut W,
     ) -> Poll<io::Result<u64>> {
         self.poll_copy(cx, Pin::new(reader), Pin::new(writer))
+    }
+
+    fn poll_last(&mut self, cx: &mut Context<'_>, reader: &mut R, writer: &mut W) {
+        self.last = true;
+        let _ = self.poll_copy(cx, Pin::new(reader), Pin::new(writer));
     }
 
     fn take_moved(&mut self) -> bool {
@@ -331,6 +368,7 @@ impl Direction {
             unflushed: false,
             moved: false,
             written: 0,
+            last: false,
         }
     }
 
@@ -359,6 +397,8 @@ impl Direction {
                         self.end += room.filled().len();
                         self.moved = true;
                     }
+                    // A signal: read again.
+                    Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Poll::Ready(Err(e)) => self.read_error = Some(e),
                     Poll::Pending => read_pending = true,
                 }
@@ -388,6 +428,7 @@ impl Direction {
                         self.moved = true;
                         continue;
                     }
+                    Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Poll::Ready(Err(e)) => return self.fail(e),
                     // Woken by the writer (and by the reader, if it is
                     // pending too).
@@ -404,6 +445,14 @@ impl Direction {
                 if let Some(e) = self.read_error.take() {
                     return Poll::Ready(Err(e));
                 }
+            }
+            if self.eof && self.last {
+                // No FIN after a failure: the reset follows.
+                if self.unflushed {
+                    let _ = ready!(writer.as_mut().poll_flush(cx));
+                    self.unflushed = false;
+                }
+                return Poll::Ready(Ok(self.written));
             }
             if self.eof {
                 if self.unflushed {
@@ -446,6 +495,8 @@ mod tests {
         reads: VecDeque<io::Result<&'static [u8]>>,
         written: Vec<u8>,
         refused_once: bool,
+        /// Every write fails: the peer reset the connection.
+        resets_writes: bool,
         shut: bool,
         reset: Cell<bool>,
     }
@@ -473,6 +524,9 @@ mod tests {
             cx: &mut Context<'_>,
             buf: &[u8],
         ) -> Poll<io::Result<usize>> {
+            if self.resets_writes {
+                return Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()));
+            }
             if !self.refused_once {
                 self.refused_once = true;
                 cx.waker().wake_by_ref();
@@ -515,6 +569,54 @@ mod tests {
         assert_eq!(backend.written, b"hello", "read while the writer waited");
         assert!(client.reset.get() && backend.reset.get());
         assert!(!backend.shut, "a failure is no clean end");
+    }
+
+    /// The backend answers and resets while the client still uploads: the
+    /// write up fails first, and the answer it sent before its reset
+    /// still reaches the client, with no FIN after it (the reset follows).
+    #[tokio::test]
+    async fn what_the_other_way_can_still_move_goes_before_the_failure() {
+        let mut client = Mock {
+            reads: [Ok(&b"upload"[..])].into(),
+            refused_once: true,
+            ..Mock::default()
+        };
+        let mut backend = Mock {
+            reads: [
+                Ok(&b"HTTP/1.1 413 Content Too Large\r\n\r\n"[..]),
+                Ok(&b""[..]),
+            ]
+            .into(),
+            resets_writes: true,
+            ..Mock::default()
+        };
+        let result = tunnel(&mut client, &mut backend, Bytes::new()).await;
+        assert_eq!(result.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+        assert_eq!(client.written, b"HTTP/1.1 413 Content Too Large\r\n\r\n");
+        assert!(!client.shut, "the end after a failure is no clean one");
+        assert!(client.reset.get() && backend.reset.get());
+    }
+
+    /// A read a signal interrupted is tried again: no failure, no reset.
+    #[tokio::test]
+    async fn an_interrupted_read_is_tried_again() {
+        let mut client = Mock {
+            reads: [
+                Err(io::ErrorKind::Interrupted.into()),
+                Ok(&b"up"[..]),
+                Ok(&b""[..]),
+            ]
+            .into(),
+            ..Mock::default()
+        };
+        let mut backend = Mock {
+            reads: [Ok(&b""[..])].into(),
+            ..Mock::default()
+        };
+        let result = tunnel(&mut client, &mut backend, Bytes::new()).await;
+        assert_eq!(result.unwrap(), (2, 0));
+        assert_eq!(backend.written, b"up");
+        assert!(!client.reset.get() && !backend.reset.get());
     }
 
     #[tokio::test]
