@@ -145,6 +145,14 @@ pub trait Socket {
 /// the last byte read, whatever the writer thread writes. When it runs
 /// out, `recv` says so and the writer's handle decides what to do.
 ///
+/// Nor does it write a protocol's own replies (a WebSocket pong or close
+/// frame, an HTTP `100 Continue`): they stay in its connection's queue,
+/// and once that queue is full the protocol stops until they go, so the
+/// peer's next bytes end as a full buffer. Use it with protocols that
+/// answer nothing themselves (a [`Framed`](cleave_proto::Framed)
+/// decoder, a [`Session`](cleave_proto::Session)); a protocol that does
+/// wants a [`Stream`](crate::Stream) over the whole socket.
+///
 /// ```
 /// use std::net::{TcpListener, TcpStream};
 ///

@@ -156,6 +156,12 @@ impl<S, P: Protocol> Connection<S, P> {
     /// `None` when the buffer holds no complete one (or the stream is
     /// over). A same-task server answers all that arrived together, then
     /// writes once.
+    ///
+    /// After an error it cannot write what the connection still owes the
+    /// peer (a WebSocket close frame with its code, the rest of a queued
+    /// response): await [`flush`](Self::flush) or [`close`](Self::close)
+    /// before dropping the connection, as polling the stream does by
+    /// itself.
     pub fn next_buffered(&mut self) -> Option<Result<P::Event, ConnError>> {
         if self.ended {
             return None;
