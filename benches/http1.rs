@@ -512,7 +512,17 @@ fn body(c: &mut Criterion) {
         });
         let line = most_often(lines);
         let address = |buf: &[u8]| buf.as_ptr() as usize;
-        let mut manual = at_line_offset(line, || BytesMut::with_capacity(2 * READ), |b| address(b));
+        // One read and a cache line of room: each read lands where the
+        // last one did once its pieces are dropped (the bytes a read
+        // leaves, fewer than a line, move to the front), as cleave's do
+        // in its block. Twice a read, as it was, had the bound alternate
+        // between two halves, twice the memory cleave's copies touch:
+        // cleave then beat it on Content-Length bodies by 1 to 2%.
+        let mut manual = at_line_offset(
+            line,
+            || BytesMut::with_capacity(READ + LINE),
+            |b| address(b),
+        );
         let mut floor = at_line_offset(line, || vec![0; READ], |v| address(v));
         let want = manual_body(&mut manual, &body, chunked, &mut unseen);
         assert_eq!(want.2, len);
@@ -595,7 +605,9 @@ type Requests = (usize, usize);
 /// front as `Bytes` (an owned head, as cleave's) and dropped.
 #[inline(never)]
 fn httparse_pipelined(input: &[u8]) -> Requests {
-    let mut buf = BytesMut::with_capacity(2 * READ);
+    // A read and room for the partial head it leaves (under 66 bytes),
+    // which moves to the front: every read lands in the same memory.
+    let mut buf = BytesMut::with_capacity(READ + 2 * LINE);
     let mut t = (0, 0);
     for read in input.chunks(READ) {
         buf.extend_from_slice(read);
