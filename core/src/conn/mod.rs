@@ -469,6 +469,15 @@ impl<P: Protocol> Conn<P> {
                 self.clock.partial_since = NEVER;
                 return Ok(Some(event));
             }
+            // Waiting for bytes with none buffered: what the full poll
+            // would answer, and its bookkeeping (nothing partial waits).
+            if self.read == ReadSide::Open
+                && self.recv.is_empty()
+                && self.protocol.waits_when_empty()
+            {
+                self.clock.partial_since = NEVER;
+                return Ok(None);
+            }
         }
         self.poll_event_full()
     }

@@ -193,6 +193,18 @@ pub trait Protocol {
         None
     }
 
+    /// Whether [`poll_event`](Self::poll_event) would give `Ok(None)` now
+    /// and change nothing, asked only when the buffer is empty and the
+    /// stream open (no end, no failure): then
+    /// [`Conn::poll_event`](crate::conn::Conn::poll_event) answers so
+    /// itself, after a [`poll_fast`](Self::poll_fast) that gave nothing,
+    /// without the full poll. Say `true` only when sure; the default says
+    /// `false`, and the full poll runs.
+    #[inline(always)]
+    fn waits_when_empty(&self) -> bool {
+        false
+    }
+
     /// Where the protocol is.
     fn phase(&self) -> Phase;
 

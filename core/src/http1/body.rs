@@ -130,6 +130,16 @@ impl BodyState {
     }
 }
 
+impl BodyState {
+    /// Whether the body still wants bytes (its end is not next): with
+    /// none buffered and the stream open, [`poll`](Self::poll) waits and
+    /// changes nothing.
+    #[inline(always)]
+    pub(crate) fn wants_bytes(&self) -> bool {
+        !matches!(self, Self::Length(0) | Self::Ended)
+    }
+}
+
 /// Of `remaining` bytes, how many are buffered.
 #[inline(always)]
 fn buffered(recv: &RecvBuf, remaining: u64) -> usize {

@@ -316,6 +316,20 @@ impl Protocol for Server {
         }
     }
 
+    /// Between requests, or inside a body that still wants bytes: with
+    /// nothing buffered and the stream open, a poll waits and changes
+    /// nothing. A body that is over (its end is next) is not waiting.
+    #[inline(always)]
+    fn waits_when_empty(&self) -> bool {
+        match &self.state {
+            State::Head { .. } => true,
+            State::Body {
+                body: Some(body), ..
+            } => body.wants_bytes(),
+            State::Body { body: None, .. } | State::Done(_) => false,
+        }
+    }
+
     /// The connection's first request head, when it did not come whole in
     /// time, is answered with 408 (and the connection closed cleanly)
     /// unless something is queued: a 408 must not be taken for the answer
