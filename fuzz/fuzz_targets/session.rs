@@ -8,10 +8,13 @@
 use cleave_proto::{Bytes, Lines, ProxyMode, Session, SessionConfig};
 use libfuzzer_sys::fuzz_target;
 
+#[path = "../../core/tests/support/harness.rs"]
+mod harness;
 #[path = "../../core/tests/support/session_model.rs"]
 mod session_model;
 
-use session_model::{accounted, drive, pieces, rules};
+use harness::pieces;
+use session_model::{accounted, drive, rules};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&[knobs, a, b], input)) = data.split_first_chunk::<3>() else {
