@@ -1087,7 +1087,10 @@ fn cleave_encode(
     let before = sink.written;
     for burst in payloads.chunks(BURST) {
         for payload in burst {
-            let frame = conn.protocol_mut().message(kind, payload.clone());
+            let frame = conn
+                .protocol_mut()
+                .message(kind, payload.clone())
+                .expect("open");
             push_or_drain(conn, frame, sink);
         }
         drain(conn, sink);
@@ -1109,7 +1112,10 @@ fn cleave_encode_slice(
     let before = sink.written;
     for burst in payloads.chunks(BURST) {
         for payload in burst {
-            let frame = conn.protocol_mut().message_slice(kind, payload);
+            let frame = conn
+                .protocol_mut()
+                .message_slice(kind, payload)
+                .expect("open");
             push_or_drain(conn, frame, sink);
         }
         drain(conn, sink);

@@ -527,17 +527,21 @@ async fn upgrade_request(
 
 /// The frame that echoes `event`, as `examples/websocket.rs`'s `Echo`
 /// (`in_message`: the next piece starts a message).
-fn answer(ws: &mut WebSocket, in_message: &mut bool, event: WsEvent) -> Option<Frame> {
-    match event {
-        WsEvent::Text(text) => Some(ws.message(Kind::Text, text)),
-        WsEvent::Binary(data) => Some(ws.message(Kind::Binary, data)),
+fn answer(
+    ws: &mut WebSocket,
+    in_message: &mut bool,
+    event: WsEvent,
+) -> Result<Option<Frame>, cleave_proto::Error> {
+    Ok(match event {
+        WsEvent::Text(text) => Some(ws.message(Kind::Text, text)?),
+        WsEvent::Binary(data) => Some(ws.message(Kind::Binary, data)?),
         WsEvent::Part(part) => {
             let first = !*in_message;
             *in_message = !part.last;
-            Some(ws.part(part.kind, part.data, first, part.last))
+            Some(ws.part(part.kind, part.data, first, part.last)?)
         }
         WsEvent::Ping(_) | WsEvent::Pong(_) | WsEvent::Close(_) => None,
-    }
+    })
 }
 
 /// One cleave connection: `examples/websocket.rs`'s
@@ -592,7 +596,7 @@ async fn serve_cleave(server: Server, socket: tokio::net::TcpStream) -> Result<(
             };
             let whole = matches!(event, WsEvent::Text(_) | WsEvent::Binary(_))
                 || matches!(&event, WsEvent::Part(part) if part.last);
-            if let Some(frame) = answer(conn.conn_mut().protocol_mut(), &mut in_message, event) {
+            if let Some(frame) = answer(conn.conn_mut().protocol_mut(), &mut in_message, event)? {
                 conn.send(frame).await?;
                 messages += u64::from(whole);
             }

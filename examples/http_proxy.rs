@@ -680,7 +680,7 @@ where
                     continue;
                 };
                 moved.down += line.len() as u64;
-                let message = ws.conn_mut().protocol_mut().message(Kind::Text, line);
+                let message = ws.conn_mut().protocol_mut().message(Kind::Text, line)?;
                 to_client.push_back(message);
             }
         }

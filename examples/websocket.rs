@@ -61,17 +61,22 @@ pub struct Echo {
 impl Echo {
     /// The frame that answers `event`, if any (a close is answered by the
     /// protocol itself).
-    pub fn answer(&mut self, ws: &mut WebSocket, event: WsEvent) -> Option<Frame> {
-        match event {
-            WsEvent::Text(text) => Some(ws.message(Kind::Text, text)),
-            WsEvent::Binary(data) => Some(ws.message(Kind::Binary, data)),
+    ///
+    /// # Errors
+    ///
+    /// The encoder's: none while the events come in order (no message
+    /// follows the peer's close).
+    pub fn answer(&mut self, ws: &mut WebSocket, event: WsEvent) -> Result<Option<Frame>, Error> {
+        Ok(match event {
+            WsEvent::Text(text) => Some(ws.message(Kind::Text, text)?),
+            WsEvent::Binary(data) => Some(ws.message(Kind::Binary, data)?),
             WsEvent::Part(part) => {
                 let first = !self.in_message;
                 self.in_message = !part.last;
-                Some(ws.part(part.kind, part.data, first, part.last))
+                Some(ws.part(part.kind, part.data, first, part.last)?)
             }
             WsEvent::Ping(_) | WsEvent::Pong(_) | WsEvent::Close(_) => None,
-        }
+        })
     }
 }
 
@@ -281,7 +286,7 @@ pub async fn echo_until_closed(
             let Ok(event) = event else {
                 return conn.close().await;
             };
-            if let Some(frame) = echo.answer(conn.conn_mut().protocol_mut(), event) {
+            if let Some(frame) = echo.answer(conn.conn_mut().protocol_mut(), event)? {
                 conn.send(frame).await?;
             }
             next = conn.next_buffered();
@@ -512,7 +517,7 @@ fn mio_drive(
                     let Upgrading::Open(ws) = conn.conn_mut().protocol_mut() else {
                         continue;
                     };
-                    peer.backlog.extend(peer.echo.answer(ws, event));
+                    peer.backlog.extend(peer.echo.answer(ws, event)?);
                 }
             }
         }

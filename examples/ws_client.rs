@@ -53,7 +53,7 @@ async fn once(addr: &str, message: &str) -> Result<(), BoxError> {
     let frame = conn
         .conn_mut()
         .protocol_mut()
-        .message(Kind::Text, Bytes::from(message.to_owned()));
+        .message(Kind::Text, Bytes::from(message.to_owned()))?;
     conn.send(frame).await?;
     conn.flush().await?;
     if let Some(event) = conn.next().await {

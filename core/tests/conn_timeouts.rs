@@ -121,7 +121,8 @@ fn a_clean_close_after_a_frame_timeout_lingers_a_span_then_resets() {
     );
     let message = conn
         .protocol_mut()
-        .message(Kind::Binary, Bytes::from(vec![7u8; 100_000]));
+        .message(Kind::Binary, Bytes::from(vec![7u8; 100_000]))
+        .unwrap();
     conn.push(message).unwrap();
     conn.feed(&[0x82], ms(10)).unwrap(); // half a frame; the peer never reads
     assert_eq!(conn.poll_event(), Ok(None));

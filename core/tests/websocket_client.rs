@@ -207,10 +207,18 @@ fn drain<P: cleave_proto::Protocol>(conn: &mut Conn<P>) -> Vec<u8> {
 fn every_client_frame_is_masked_with_a_fresh_key() {
     let mut conn = client(WsConfig::default().pings(true));
     let ws = conn.protocol_mut();
-    let f1 = ws.message(Kind::Text, Bytes::from_static(b"hello"));
-    let f2 = ws.message(Kind::Binary, Bytes::from(vec![1u8; 300]));
-    let f3 = ws.part(Kind::Text, Bytes::from_static(b"ab"), true, false);
-    let f4 = ws.part(Kind::Text, Bytes::from_static(b"cd"), false, true);
+    let f1 = ws
+        .message(Kind::Text, Bytes::from_static(b"hello"))
+        .unwrap();
+    let f2 = ws
+        .message(Kind::Binary, Bytes::from(vec![1u8; 300]))
+        .unwrap();
+    let f3 = ws
+        .part(Kind::Text, Bytes::from_static(b"ab"), true, false)
+        .unwrap();
+    let f4 = ws
+        .part(Kind::Text, Bytes::from_static(b"cd"), false, true)
+        .unwrap();
     let f5 = ws.ping(Bytes::from_static(b"p")).unwrap();
     let f6 = ws.pong(Bytes::from_static(b"q")).unwrap();
     for f in [f1, f2, f3, f4, f5, f6] {
@@ -548,7 +556,10 @@ fn client_compresses_as_negotiated() {
         let params = negotiated(answer, &config);
         let mut conn = deflate_client(params, &config);
         for m in messages() {
-            let f = conn.protocol_mut().message(Kind::Binary, Bytes::from(m));
+            let f = conn
+                .protocol_mut()
+                .message(Kind::Binary, Bytes::from(m))
+                .unwrap();
             conn.push(f).unwrap();
         }
         let out = drain(&mut conn);
@@ -761,7 +772,10 @@ fn odd_configuration_never_panics() {
             ] {
                 let mut conn = deflate_client(params, &config);
                 for m in messages() {
-                    let f = conn.protocol_mut().message(Kind::Binary, Bytes::from(m));
+                    let f = conn
+                        .protocol_mut()
+                        .message(Kind::Binary, Bytes::from(m))
+                        .unwrap();
                     let _ = conn.push(f);
                 }
                 let _ = drain(&mut conn);

@@ -1177,7 +1177,8 @@ fn close_echo_does_not_overtake_queued_messages_when_bulk_is_full() {
     for i in 0..2u8 {
         let m = conn
             .protocol_mut()
-            .message(Kind::Binary, Bytes::from(vec![i; 10]));
+            .message(Kind::Binary, Bytes::from(vec![i; 10]))
+            .unwrap();
         conn.push(m).unwrap();
     }
     conn.feed(&frame(true, 8, b"\x03\xe8", KEY), NOW).unwrap();
@@ -1200,7 +1201,8 @@ fn error_close_does_not_overtake_queued_messages_when_bulk_is_full() {
     for i in 0..2u8 {
         let m = conn
             .protocol_mut()
-            .message(Kind::Binary, Bytes::from(vec![i; 10]));
+            .message(Kind::Binary, Bytes::from(vec![i; 10]))
+            .unwrap();
         conn.push(m).unwrap();
     }
     conn.feed(&frame(true, 3, b"", KEY), NOW).unwrap();
@@ -1219,7 +1221,8 @@ fn close_echo_does_not_overtake_queued_messages_default_queue() {
     loop {
         let m = conn
             .protocol_mut()
-            .message(Kind::Binary, Bytes::from(vec![7u8; 16 << 10]));
+            .message(Kind::Binary, Bytes::from(vec![7u8; 16 << 10]))
+            .unwrap();
         if conn.push(m).is_err() {
             break;
         }
@@ -1243,7 +1246,8 @@ fn close_echo_does_not_overtake_small_messages_default_queue() {
     loop {
         let m = conn
             .protocol_mut()
-            .message(Kind::Text, Bytes::from_static(b"tick"));
+            .message(Kind::Text, Bytes::from_static(b"tick"))
+            .unwrap();
         if conn.push(m).is_err() {
             break;
         }
@@ -1268,7 +1272,8 @@ fn close_echo_does_not_overtake_a_large_message_default_queue() {
     let mut conn = server_with(WsConfig::default());
     let m = conn
         .protocol_mut()
-        .message(Kind::Binary, Bytes::from(vec![7u8; 131_059]));
+        .message(Kind::Binary, Bytes::from(vec![7u8; 131_059]))
+        .unwrap();
     conn.push(m).unwrap();
     conn.feed(&frame(true, 8, b"\x03\xe8", KEY), NOW).unwrap();
     assert!(matches!(conn.poll_event(), Ok(Some(WsEvent::Close(_)))));
@@ -1286,7 +1291,8 @@ fn a_close_echo_after_the_applications_close_goes_out_before_the_fin() {
     let mut conn = server_with(WsConfig::default());
     let answer = conn
         .protocol_mut()
-        .message(Kind::Binary, Bytes::from_static(b"answer"));
+        .message(Kind::Binary, Bytes::from_static(b"answer"))
+        .unwrap();
     conn.push(answer).unwrap();
     conn.close();
     conn.feed(&frame(true, 8, b"\x03\xe8", KEY), NOW).unwrap();
@@ -1631,4 +1637,97 @@ mod window_after_bfinal {
             ]
         );
     }
+}
+
+/// What the application sends keeps RFC 6455's order (sections 5.4 and
+/// 5.5.1): no data frame after this side's close or the peer's, no
+/// continuation with no message started, no new message inside one sent
+/// in parts. Each is a typed refusal that queues nothing and changes
+/// nothing: the right frame after it still goes.
+#[test]
+fn the_send_side_keeps_the_order_of_frames() {
+    let fragment = Error::Misuse(Misuse::Unencodable(Unencodable::WsFragment));
+    let closed = Error::Misuse(Misuse::Unencodable(Unencodable::WsClosed));
+    let mut conn = server();
+    let ws = conn.protocol_mut();
+
+    // A continuation first.
+    let lone = ws.part(Kind::Binary, Bytes::from_static(b"x"), false, true);
+    assert_eq!(lone.unwrap_err(), fragment);
+
+    // A message sent in parts: nothing else starts until its last.
+    let first = ws
+        .part(Kind::Text, Bytes::from_static(b"ab"), true, false)
+        .unwrap();
+    assert_eq!(
+        ws.message(Kind::Text, Bytes::from_static(b"no"))
+            .unwrap_err(),
+        fragment
+    );
+    assert_eq!(ws.message_slice(Kind::Binary, b"no").unwrap_err(), fragment);
+    assert_eq!(
+        ws.part(Kind::Text, Bytes::from_static(b"no"), true, true)
+            .unwrap_err(),
+        fragment
+    );
+    let ping = ws.ping(Bytes::from_static(b"p")).unwrap(); // control frames may come between
+    let middle = ws
+        .part(Kind::Text, Bytes::from_static(b"cd"), false, false)
+        .unwrap();
+    let last = ws
+        .part(Kind::Text, Bytes::from_static(b"ef"), false, true)
+        .unwrap();
+    // After the last, messages again.
+    let after = ws.message_slice(Kind::Binary, b"ok").unwrap();
+    for frame in [first, ping, middle, last] {
+        conn.push(frame).unwrap();
+    }
+    conn.push(after).unwrap();
+    let mut wire = Vec::new();
+    while let Some(chunk) = conn.poll_transmit_chunk() {
+        let n = chunk.len();
+        wire.extend_from_slice(&chunk);
+        conn.handle_written(n, NOW).unwrap();
+    }
+    let want = [
+        frame(false, 0x1, b"ab", None),
+        frame(true, 0x9, b"p", None),
+        frame(false, 0x0, b"cd", None),
+        frame(true, 0x0, b"ef", None),
+        frame(true, 0x2, b"ok", None),
+    ]
+    .concat();
+    assert_eq!(wire, want);
+
+    // This side's close: no data frame after it, in any form.
+    let ws = conn.protocol_mut();
+    let unfinished = ws
+        .part(Kind::Binary, Bytes::from_static(b"1"), true, false)
+        .unwrap();
+    drop(unfinished);
+    let _close = ws.close(1000, "bye").unwrap();
+    assert_eq!(
+        ws.message(Kind::Text, Bytes::from_static(b"late"))
+            .unwrap_err(),
+        closed
+    );
+    assert_eq!(ws.message_slice(Kind::Text, b"late").unwrap_err(), closed);
+    assert_eq!(
+        ws.part(Kind::Binary, Bytes::from_static(b"2"), false, true)
+            .unwrap_err(),
+        closed
+    );
+    assert!(ws.ping(Bytes::new()).is_ok(), "control frames are not data");
+
+    // The peer's close, answered by the protocol: no data after it either.
+    let mut conn = server();
+    conn.feed(&frame(true, 0x8, &[0x03, 0xe8], KEY), NOW)
+        .unwrap();
+    assert!(matches!(conn.poll_event(), Ok(Some(WsEvent::Close(_)))));
+    let ws = conn.protocol_mut();
+    assert_eq!(
+        ws.message(Kind::Text, Bytes::from_static(b"late"))
+            .unwrap_err(),
+        closed
+    );
 }

@@ -18,10 +18,13 @@ fn compressed_frame_holds_about_its_length() {
     let mut ws =
         WebSocket::server(WsConfig::default()).with_deflate(params, &DeflateConfig::default());
     // Warm the compressor up so its own memory is not counted below.
-    drop(ws.message(Kind::Binary, Bytes::from_static(b"warm up")));
+    drop(
+        ws.message(Kind::Binary, Bytes::from_static(b"warm up"))
+            .unwrap(),
+    );
     let payload = Bytes::from(vec![0u8; 4 << 20]);
     let before = live_bytes() - (4 << 20);
-    let frame = ws.message(Kind::Binary, payload); // payload dropped inside
+    let frame = ws.message(Kind::Binary, payload).unwrap(); // payload dropped inside
     let held = live_bytes() - before;
     eprintln!("frame.len() = {}, bytes held = {}", frame.len(), held);
     assert!(
@@ -46,13 +49,14 @@ fn a_bounded_write_queue_of_compressed_frames_holds_about_its_bound() {
     );
     drop(
         conn.protocol_mut()
-            .message(Kind::Binary, Bytes::from_static(b"warm up")),
+            .message(Kind::Binary, Bytes::from_static(b"warm up"))
+            .unwrap(),
     );
     let before = live_bytes();
     let mut pushed = 0;
     loop {
         let payload = Bytes::from(vec![0u8; 1 << 20]);
-        let frame = conn.protocol_mut().message(Kind::Binary, payload);
+        let frame = conn.protocol_mut().message(Kind::Binary, payload).unwrap();
         if conn.push(frame).is_err() {
             break;
         }

@@ -42,12 +42,13 @@ fn send_all(conn: &mut Conn<WebSocket>, messages: &[(Kind, Vec<u8>)], slice: boo
     let mut out = Vec::new();
     for (kind, payload) in messages {
         let ticket = if slice {
-            let frame = conn.protocol_mut().message_slice(*kind, payload);
+            let frame = conn.protocol_mut().message_slice(*kind, payload).unwrap();
             conn.push(frame).expect("room")
         } else {
             let frame = conn
                 .protocol_mut()
-                .message(*kind, Bytes::copy_from_slice(payload));
+                .message(*kind, Bytes::copy_from_slice(payload))
+                .unwrap();
             conn.push(frame).expect("room")
         };
         assert!(!conn.queue().is_written(ticket) || payload.is_empty() && out.is_empty());
@@ -98,14 +99,20 @@ fn a_client_slice_frame_is_masked_as_message_masks_it() {
 fn the_caller_keeps_its_payload_unmasked() {
     let mut conn = client_with(WsConfig::default());
     let mut scratch = b"hello".to_vec();
-    let frame = conn.protocol_mut().message_slice(Kind::Text, &scratch);
+    let frame = conn
+        .protocol_mut()
+        .message_slice(Kind::Text, &scratch)
+        .unwrap();
     assert_eq!(frame.wire_len(), 2 + 4 + 5);
     conn.push(frame).expect("room");
     assert_eq!(scratch, b"hello");
     // The scratch buffer is the caller's again at once.
     scratch.clear();
     scratch.extend_from_slice(b"again");
-    let frame = conn.protocol_mut().message_slice(Kind::Text, &scratch);
+    let frame = conn
+        .protocol_mut()
+        .message_slice(Kind::Text, &scratch)
+        .unwrap();
     conn.push(frame).expect("room");
     let wire = drain(&mut conn);
     let (seen, _) = run(server_with(WsConfig::default()), &wire, &[]);
@@ -135,10 +142,13 @@ fn slice_frames_keep_their_place_among_other_pushes() {
         let kind = if i % 2 == 0 { Kind::Text } else { Kind::Binary };
         expected.extend(frame(true, opcode(kind), &body, None));
         let ticket = if i % 3 == 0 {
-            let frame = conn.protocol_mut().message(kind, Bytes::from(body));
+            let frame = conn
+                .protocol_mut()
+                .message(kind, Bytes::from(body))
+                .unwrap();
             conn.push(frame).expect("room")
         } else {
-            let frame = conn.protocol_mut().message_slice(kind, &body);
+            let frame = conn.protocol_mut().message_slice(kind, &body).unwrap();
             conn.push(frame).expect("room")
         };
         tickets.push(ticket);
@@ -157,9 +167,15 @@ fn a_refused_slice_frame_comes_back_whole() {
     let mut conn = Conn::with_config(WebSocket::server(WsConfig::default()), config, NOW);
     let first = b"first".to_vec();
     let second = b"second".to_vec();
-    let frame_one = conn.protocol_mut().message_slice(Kind::Text, &first);
+    let frame_one = conn
+        .protocol_mut()
+        .message_slice(Kind::Text, &first)
+        .unwrap();
     conn.push(frame_one).expect("room");
-    let frame_two = conn.protocol_mut().message_slice(Kind::Binary, &second);
+    let frame_two = conn
+        .protocol_mut()
+        .message_slice(Kind::Binary, &second)
+        .unwrap();
     let refused = conn.push(frame_two).unwrap_err();
     assert_eq!(*refused.error(), Refusal::Full(Lane::Bulk));
     let frame_two: SliceFrame<'_> = refused.into_value();
@@ -175,7 +191,10 @@ fn a_refused_slice_frame_comes_back_whole() {
 
     // A closed queue refuses it too, and gives it back.
     conn.queue_mut().close();
-    let frame_three = conn.protocol_mut().message_slice(Kind::Text, b"third");
+    let frame_three = conn
+        .protocol_mut()
+        .message_slice(Kind::Text, b"third")
+        .unwrap();
     let refused = conn.push(frame_three).unwrap_err();
     assert_eq!(*refused.error(), Refusal::Closed);
     assert_eq!(refused.into_value().wire_len(), 2 + 5);
@@ -186,9 +205,15 @@ fn a_refused_slice_frame_comes_back_whole() {
 fn a_slice_frame_goes_on_the_urgent_lane_too() {
     let mut conn = server_with(WsConfig::default());
     let bulk = payload(300, 1);
-    let frame_bulk = conn.protocol_mut().message_slice(Kind::Binary, &bulk);
+    let frame_bulk = conn
+        .protocol_mut()
+        .message_slice(Kind::Binary, &bulk)
+        .unwrap();
     conn.push(frame_bulk).expect("room");
-    let frame_urgent = conn.protocol_mut().message_slice(Kind::Text, b"now");
+    let frame_urgent = conn
+        .protocol_mut()
+        .message_slice(Kind::Text, b"now")
+        .unwrap();
     let ticket = conn.push_urgent(frame_urgent).expect("room");
     let wire = drain(&mut conn);
     let mut expected = frame(true, 1, b"now", None);

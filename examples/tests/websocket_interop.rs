@@ -538,7 +538,10 @@ impl Client {
 
     /// Sends a whole message; the echo as a line.
     async fn echo(&mut self, kind: Kind, data: &[u8]) -> Result<String, BoxError> {
-        let frame = self.ws().message(kind, Bytes::copy_from_slice(data));
+        let frame = self
+            .ws()
+            .message(kind, Bytes::copy_from_slice(data))
+            .unwrap();
         self.send(vec![frame]).await?;
         self.next().await
     }
@@ -555,7 +558,10 @@ async fn client_session(addr: SocketAddr) -> Result<Vec<String>, BoxError> {
         lines.push(client.echo(Kind::Text, TEXT.as_bytes()).await?);
         for n in SIZES {
             let data = payload(n);
-            let frame = client.ws().message(Kind::Binary, Bytes::from(data.clone()));
+            let frame = client
+                .ws()
+                .message(Kind::Binary, Bytes::from(data.clone()))
+                .unwrap();
             client.send(vec![frame]).await?;
             // Compared here: a megabyte in a failed assertion helps no one.
             let mut assembler = Assembler::new();
@@ -579,17 +585,22 @@ async fn client_session(addr: SocketAddr) -> Result<Vec<String>, BoxError> {
         }
         let ws = client.ws();
         let frames = vec![
-            ws.part(Kind::Text, Bytes::from("frag"), true, false),
-            ws.part(Kind::Text, Bytes::from("men"), false, false),
-            ws.part(Kind::Text, Bytes::from("ted ✓"), false, true),
+            ws.part(Kind::Text, Bytes::from("frag"), true, false)
+                .unwrap(),
+            ws.part(Kind::Text, Bytes::from("men"), false, false)
+                .unwrap(),
+            ws.part(Kind::Text, Bytes::from("ted ✓"), false, true)
+                .unwrap(),
         ];
         client.send(frames).await?;
         lines.push(client.next().await?);
         let ws = client.ws();
         let frames = vec![
-            ws.part(Kind::Binary, Bytes::from_static(b"\x00\x01"), true, false),
-            ws.part(Kind::Binary, Bytes::new(), false, false),
-            ws.part(Kind::Binary, Bytes::from_static(b"\xff"), false, true),
+            ws.part(Kind::Binary, Bytes::from_static(b"\x00\x01"), true, false)
+                .unwrap(),
+            ws.part(Kind::Binary, Bytes::new(), false, false).unwrap(),
+            ws.part(Kind::Binary, Bytes::from_static(b"\xff"), false, true)
+                .unwrap(),
         ];
         client.send(frames).await?;
         lines.push(client.next().await?);
@@ -604,9 +615,11 @@ async fn client_session(addr: SocketAddr) -> Result<Vec<String>, BoxError> {
             // A ping between the fragments of a message.
             let ws = client.ws();
             let frames = vec![
-                ws.part(Kind::Binary, Bytes::from_static(b"ab"), true, false),
+                ws.part(Kind::Binary, Bytes::from_static(b"ab"), true, false)
+                    .unwrap(),
                 ws.ping(Bytes::from_static(b"mid"))?,
-                ws.part(Kind::Binary, Bytes::from_static(b"cd"), false, true),
+                ws.part(Kind::Binary, Bytes::from_static(b"cd"), false, true)
+                    .unwrap(),
             ];
             client.send(frames).await?;
             lines.push(client.next().await?);

@@ -96,7 +96,8 @@ async fn round_trip(
     let frame = conn
         .conn_mut()
         .protocol_mut()
-        .message(Kind::Text, Bytes::from_static(text.as_bytes()));
+        .message(Kind::Text, Bytes::from_static(text.as_bytes()))
+        .unwrap();
     conn.send(frame).await.unwrap();
     conn.flush().await.unwrap();
     match next(conn).await {
@@ -147,7 +148,8 @@ async fn a_message_that_is_not_one_line_is_refused_by_policy() {
     let frame = conn
         .conn_mut()
         .protocol_mut()
-        .message(Kind::Text, Bytes::from_static(b"two\nlines"));
+        .message(Kind::Text, Bytes::from_static(b"two\nlines"))
+        .unwrap();
     conn.send(frame).await.unwrap();
     conn.flush().await.unwrap();
     match next(&mut conn).await {

@@ -121,13 +121,21 @@ impl Sender {
     /// A message from a borrowed payload (`message_slice`): the same
     /// bytes as `message` makes, copied into the queue as it is pushed.
     fn message_slice(&mut self, kind: Kind, payload: &[u8]) {
-        let frame = self.conn.protocol_mut().message_slice(kind, payload);
+        let frame = self
+            .conn
+            .protocol_mut()
+            .message_slice(kind, payload)
+            .unwrap();
         self.push(frame);
     }
 
     fn message(&mut self, kind: Kind, payload: &[u8]) {
         let payload = Bytes::copy_from_slice(payload);
-        let frame = self.conn.protocol_mut().message(kind, payload.clone());
+        let frame = self
+            .conn
+            .protocol_mut()
+            .message(kind, payload.clone())
+            .unwrap();
         if self.conn.protocol().role() == Role::Server {
             assert_eq!(
                 frame.body().as_ptr(),
@@ -192,12 +200,11 @@ fn encode(sender: &mut Sender, setup: &Setup, mut items: &[u8]) -> Vec<Seen> {
                         rest = tail;
                         let last = rest.is_empty();
                         let first = i == 0;
-                        let frame = sender.conn.protocol_mut().part(
-                            kind,
-                            Bytes::copy_from_slice(piece),
-                            first,
-                            last,
-                        );
+                        let frame = sender
+                            .conn
+                            .protocol_mut()
+                            .part(kind, Bytes::copy_from_slice(piece), first, last)
+                            .unwrap();
                         sender.push(frame);
                         if last {
                             break;

@@ -297,7 +297,13 @@ pub enum Unencodable {
     /// A second WebSocket close: one was sent already, or the close
     /// handshake is over (the peer's close was answered, or the
     /// connection failed with a close of its own). One close per side.
+    /// For a message or a part: the close was made, and no data frame may
+    /// follow it (RFC 6455, section 5.5.1).
     WsClosed,
+    /// A WebSocket data frame out of order (RFC 6455, section 5.4): a
+    /// continuation with no message started, or a new message (or first
+    /// part) while one sent in parts is unfinished.
+    WsFragment,
 }
 
 impl Error {
@@ -504,7 +510,12 @@ impl fmt::Display for Unencodable {
             Self::WsTarget => f.write_str(
                 "a WebSocket request needs a Host and a resource name: a path (and query), no fragment",
             ),
-            Self::WsClosed => f.write_str("a WebSocket close after the close was sent"),
+            Self::WsClosed => {
+                f.write_str("a WebSocket close, or data, after the close was sent")
+            }
+            Self::WsFragment => f.write_str(
+                "a WebSocket continuation with no message started, or a message inside one sent in parts",
+            ),
         }
     }
 }

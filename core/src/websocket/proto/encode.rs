@@ -5,7 +5,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::{control_len, Closing, Kind, WebSocket};
 use crate::encoder::{self, Frame, INLINE_FRAMING};
-use crate::error::Error;
+use crate::error::{Error, Misuse, Unencodable};
 use crate::websocket::close;
 use crate::websocket::frame::{self, OpCode};
 use crate::websocket::slice::SliceFrame;
@@ -24,13 +24,17 @@ impl WebSocket {
     /// them, on one lane. A frame dropped (a push refused and not retried)
     /// or sent out of order leaves the peer unable to inflate what
     /// follows.
-    #[must_use]
+    ///
+    /// # Errors
+    ///
+    /// [`Unencodable::WsClosed`](crate::Unencodable::WsClosed) once this
+    /// side made its close (or answered the peer's): no data frame may
+    /// follow a close; [`Unencodable::WsFragment`](crate::Unencodable::WsFragment)
+    /// while a message sent in parts is unfinished.
     #[inline]
-    pub fn message(&mut self, kind: Kind, payload: Bytes) -> Frame {
-        let opcode = match kind {
-            Kind::Text => OpCode::Text,
-            Kind::Binary => OpCode::Binary,
-        };
+    pub fn message(&mut self, kind: Kind, payload: Bytes) -> Result<Frame, Error> {
+        self.may_start()?;
+        let opcode = data_opcode(kind);
         #[cfg(feature = "deflate")]
         if let Some(deflate) = self
             .deflate
@@ -38,9 +42,22 @@ impl WebSocket {
             .filter(|_| payload.len() >= self.deflate_min)
         {
             let compressed = deflate.compress(&payload);
-            return self.frame(true, true, opcode, compressed);
+            return Ok(self.frame(true, true, opcode, compressed));
         }
-        self.frame(true, false, opcode, payload)
+        Ok(self.frame(true, false, opcode, payload))
+    }
+
+    /// Whether a new message may start: no close made, no message sent
+    /// in parts unfinished.
+    #[inline(always)]
+    fn may_start(&self) -> Result<(), Error> {
+        if self.closing != Closing::Open {
+            return Err(unencodable(Unencodable::WsClosed));
+        }
+        if self.sending {
+            return Err(unencodable(Unencodable::WsFragment));
+        }
+        Ok(())
     }
 
     /// A whole message as one frame to push, from a payload the caller
@@ -63,7 +80,7 @@ impl WebSocket {
     ///     reply.clear();
     ///     reply.push_str("tick ");
     ///     reply.push(char::from(b'0' + n));
-    ///     let frame = conn.protocol_mut().message_slice(Kind::Text, reply.as_bytes());
+    ///     let frame = conn.protocol_mut().message_slice(Kind::Text, reply.as_bytes())?;
     ///     conn.push(frame).expect("room");
     /// }
     /// let mut slices = [&[][..]; 4];
@@ -71,13 +88,20 @@ impl WebSocket {
     /// let out = slices[..n].concat();
     /// assert_eq!(&out[..8], b"\x81\x06tick 0");
     /// assert_eq!(out.len(), 3 * 8);
+    /// # Ok::<(), cleave_proto::Error>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`message`](Self::message).
     #[inline]
-    pub fn message_slice<'a>(&mut self, kind: Kind, payload: &'a [u8]) -> SliceFrame<'a> {
-        let opcode = match kind {
-            Kind::Text => OpCode::Text,
-            Kind::Binary => OpCode::Binary,
-        };
+    pub fn message_slice<'a>(
+        &mut self,
+        kind: Kind,
+        payload: &'a [u8],
+    ) -> Result<SliceFrame<'a>, Error> {
+        self.may_start()?;
+        let opcode = data_opcode(kind);
         #[cfg(feature = "deflate")]
         if let Some(deflate) = self
             .deflate
@@ -85,21 +109,44 @@ impl WebSocket {
             .filter(|_| payload.len() >= self.deflate_min)
         {
             let compressed = deflate.compress(payload);
-            return SliceFrame::built(self.frame(true, true, opcode, compressed));
+            return Ok(SliceFrame::built(
+                self.frame(true, true, opcode, compressed),
+            ));
         }
-        SliceFrame::copied(opcode, self.draw_mask(), payload)
+        Ok(SliceFrame::copied(opcode, self.draw_mask(), payload))
     }
 
     /// One frame of a message sent in pieces (never compressed): `first`
-    /// on the first (which says the kind), `last` on the last.
-    #[must_use]
-    pub fn part(&mut self, kind: Kind, payload: Bytes, first: bool, last: bool) -> Frame {
-        let opcode = match (first, kind) {
-            (false, _) => OpCode::Continuation,
-            (true, Kind::Text) => OpCode::Text,
-            (true, Kind::Binary) => OpCode::Binary,
+    /// on the first (which says the kind), `last` on the last. Between
+    /// the first and the last, only this message's parts (and control
+    /// frames) may go.
+    ///
+    /// # Errors
+    ///
+    /// [`Unencodable::WsClosed`](crate::Unencodable::WsClosed) once this
+    /// side made its close; [`Unencodable::WsFragment`](crate::Unencodable::WsFragment)
+    /// for a first part while another message sent in parts is
+    /// unfinished, or a later part with no message started.
+    pub fn part(
+        &mut self,
+        kind: Kind,
+        payload: Bytes,
+        first: bool,
+        last: bool,
+    ) -> Result<Frame, Error> {
+        if self.closing != Closing::Open {
+            return Err(unencodable(Unencodable::WsClosed));
+        }
+        if first == self.sending {
+            return Err(unencodable(Unencodable::WsFragment));
+        }
+        self.sending = !last;
+        let opcode = if first {
+            data_opcode(kind)
+        } else {
+            OpCode::Continuation
         };
-        self.frame(last, false, opcode, payload)
+        Ok(self.frame(last, false, opcode, payload))
     }
 
     /// A ping to push.
@@ -128,7 +175,11 @@ impl WebSocket {
     /// The close frame to push to start the close handshake: `code` (one
     /// that may be sent, see [`is_sendable`](crate::websocket::is_sendable))
     /// and a reason of at most 123 bytes. From then on the events end with
-    /// the peer's answer ([`WsEvent::Close`](super::WsEvent::Close)); push nothing after it.
+    /// the peer's answer ([`WsEvent::Close`](super::WsEvent::Close)), and
+    /// no message or part is made (`WsClosed`). Push the frame it
+    /// returns, on the bulk lane after the messages before it: the
+    /// protocol counts it as sent, and answers the peer's close only by
+    /// ending the write side.
     ///
     /// Once the peer's close came, the protocol answers it itself (after
     /// the messages queued before it), as it closes a connection that
@@ -151,9 +202,7 @@ impl WebSocket {
         }
         control_len(2 + reason.len())?;
         if self.closing != Closing::Open {
-            return Err(Error::Misuse(crate::error::Misuse::Unencodable(
-                crate::error::Unencodable::WsClosed,
-            )));
+            return Err(unencodable(Unencodable::WsClosed));
         }
         self.closing = Closing::Sent;
         Ok(self.close_frame(Some(code), reason.as_bytes()))
@@ -205,4 +254,17 @@ impl WebSocket {
             encoder::Part::inline([0; INLINE_FRAMING], 0),
         )
     }
+}
+
+/// The opcode of a message's first frame.
+#[inline(always)]
+fn data_opcode(kind: Kind) -> OpCode {
+    match kind {
+        Kind::Text => OpCode::Text,
+        Kind::Binary => OpCode::Binary,
+    }
+}
+
+fn unencodable(why: Unencodable) -> Error {
+    Error::Misuse(Misuse::Unencodable(why))
 }

@@ -147,6 +147,9 @@ pub struct WebSocket {
     message: Option<Message>,
     utf8: Utf8,
     closing: Closing,
+    /// A message is being sent in parts ([`part`](Self::part)): only its
+    /// continuations (and control frames) may go until its last.
+    sending: bool,
     /// The stream ended, or reading failed: no event comes.
     done: bool,
     /// A reply that found no room in the queue: nothing more is read until
@@ -190,6 +193,7 @@ impl WebSocket {
             message: None,
             utf8: Utf8::default(),
             closing: Closing::Open,
+            sending: false,
             done: false,
             owed: None,
             entropy,
