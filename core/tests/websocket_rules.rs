@@ -121,7 +121,11 @@ fn the_client_writes_only_requests_a_server_accepts() {
     for (host, target, ok) in [
         ("example.com", "/chat", true),
         ("example.com", "/chat?room=1", true),
-        ("example.com", "ws://example.com/chat", true),
+        ("example.com", "http://example.com/chat", true),
+        ("example.com", "HTTPS://example.com/chat", true),
+        // A server takes these (see below); a client may not send them.
+        ("example.com", "ws://example.com/chat", false),
+        ("example.com", "WSS://example.com/chat", false),
         ("example.com", "*", false),
         ("example.com", "chat", false),
         ("example.com", "example.com:80", false),

@@ -118,7 +118,10 @@ impl ClientHandshake {
     /// twice) or an extra header the handshake writes itself;
     /// [`Unencodable::WsTarget`](crate::Unencodable::WsTarget) for an
     /// empty `host` or a `target` that is not a resource name (what
-    /// [`accept`](super::accept) refuses); `Misuse::Unencodable` for a target or a field
+    /// [`accept`](super::accept) refuses), or an absolute `ws` or `wss`
+    /// one: a client sends a path or an absolute `http` or `https` URI
+    /// (RFC 6455, section 4.1), though a server takes all four;
+    /// `Misuse::Unencodable` for a target or a field
     /// that cannot be sent otherwise (as [`request`](crate::http1::request)).
     pub fn new(
         host: &str,
@@ -126,7 +129,10 @@ impl ClientHandshake {
         config: &ConnectConfig,
         entropy: &mut dyn Entropy,
     ) -> Result<(Self, Bytes), Error> {
-        if host.is_empty() || !is_resource_name(target) {
+        let ws_scheme = target.split_once("://").is_some_and(|(scheme, _)| {
+            scheme.eq_ignore_ascii_case("ws") || scheme.eq_ignore_ascii_case("wss")
+        });
+        if host.is_empty() || !is_resource_name(target) || ws_scheme {
             return Err(Error::Misuse(crate::error::Misuse::Unencodable(
                 crate::error::Unencodable::WsTarget,
             )));
