@@ -80,7 +80,7 @@ impl BodyState {
     ) -> Result<Option<Piece>, Error> {
         match self {
             Self::Length(0) | Self::Ended => Ok(Some(Piece::End)),
-            Self::Length(_) => data_or_wait(self.data_now(recv, received), recv, eof),
+            Self::Length(_) => data_or_wait(self.data_now(recv, received, config), recv, eof),
             Self::UntilClose => {
                 if recv.is_empty() {
                     return Ok(eof.then_some(Piece::End));
@@ -114,7 +114,12 @@ impl BodyState {
     /// `None` in every other case, which `poll` settles: the fast path of
     /// the protocols that read bodies.
     #[inline(always)]
-    pub(crate) fn data_now(&mut self, recv: &mut RecvBuf, received: &mut u64) -> Option<Bytes> {
+    pub(crate) fn data_now(
+        &mut self,
+        recv: &mut RecvBuf,
+        received: &mut u64,
+        config: &Http1Config,
+    ) -> Option<Bytes> {
         if recv.is_empty() {
             return None;
         }
@@ -124,7 +129,10 @@ impl BodyState {
                 *remaining -= data.len() as u64;
                 Some(data)
             }
-            Self::Chunked(chunked) => chunked.data_now(recv, received),
+            Self::Chunked(chunked) => match chunked.step {
+                Step::DataEnd => chunked.next_chunk_now(recv, received, config),
+                _ => chunked.data_now(recv, received),
+            },
             _ => None,
         }
     }
@@ -167,6 +175,44 @@ impl Chunked {
             Step::Data(left)
         };
         Some(data)
+    }
+}
+
+impl Chunked {
+    /// After a chunk's data, the commonest boundary at once: its CRLF and
+    /// the next chunk's size line, only hex digits (at most 15) and CRLF,
+    /// a size above 0 within the body limit; then that chunk's data, if
+    /// some is buffered. Anything else (an extension, whitespace, a bare
+    /// LF, the last chunk, a size over the limit, a line not all here)
+    /// is left to [`poll`](Self::poll), which judges it. What this takes,
+    /// `poll` takes the same way: the CRLF, then the size line (its size
+    /// is what `size_line` reads from hex digits alone, with no
+    /// extension bytes to count).
+    #[inline]
+    fn next_chunk_now(
+        &mut self,
+        recv: &mut RecvBuf,
+        received: &mut u64,
+        config: &Http1Config,
+    ) -> Option<Bytes> {
+        let line = recv.peek().strip_prefix(b"\r\n")?;
+        let digits = line
+            .iter()
+            .take(16)
+            .take_while(|b| b.is_ascii_hexdigit())
+            .count();
+        if !(1..=15).contains(&digits) || line.get(digits..digits + 2) != Some(b"\r\n") {
+            return None;
+        }
+        let size = line[..digits].iter().fold(0u64, |n, &b| {
+            (n << 4) | u64::from((b as char).to_digit(16).unwrap_or(0))
+        });
+        if size == 0 || size > room(*received, config) {
+            return None;
+        }
+        recv.advance(2 + digits + 2).ok()?;
+        self.step = Step::Data(size);
+        self.data_now(recv, received)
     }
 }
 

@@ -359,7 +359,7 @@ impl Protocol for Client {
             State::Body {
                 body: Some(body), ..
             } => body
-                .data_now(wire.recv(), &mut self.received)
+                .data_now(wire.recv(), &mut self.received, &self.config)
                 .map(ClientEvent::Data),
             _ => None,
         }

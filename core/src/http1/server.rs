@@ -310,7 +310,7 @@ impl Protocol for Server {
             State::Body {
                 body: Some(body), ..
             } => body
-                .data_now(wire.recv(), &mut self.received)
+                .data_now(wire.recv(), &mut self.received, &self.config)
                 .map(ServerEvent::Data),
             _ => None,
         }
