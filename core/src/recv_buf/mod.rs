@@ -359,6 +359,23 @@ impl RecvBuf {
             self.filled = end;
             return Ok(());
         }
+        // An emptied buffer whose block its pieces no longer hold: the
+        // block taken back from the front, as `make_room` would (a block
+        // within twice the idle capacity is one it keeps whatever the
+        // feed), without its sums. A block still shared, or larger, takes
+        // the slow way.
+        if self.filled == 0
+            && self.buf.is_empty()
+            && self.spare == 0
+            && data.len() <= self.block
+            && data.len() <= self.config.max_buffered
+            && self.block <= self.config.idle_capacity.saturating_mul(2)
+            && self.buf.try_reclaim(data.len())
+        {
+            self.buf.extend_from_slice(data);
+            self.filled = data.len();
+            return Ok(());
+        }
         self.feed_slow(data)
     }
 
