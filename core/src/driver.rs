@@ -46,8 +46,15 @@ impl From<Error> for ConnError {
 }
 
 impl From<io::Error> for ConnError {
+    /// [`Io`](Self::Io), unless the error is one of the core's carried
+    /// through an I/O step (a read into a full buffer, say: see
+    /// `impl From<Error> for io::Error`): that one is the typed
+    /// [`Protocol`](Self::Protocol) error again, not the OS's.
     fn from(e: io::Error) -> Self {
-        Self::Io(e)
+        match e.get_ref().and_then(|inner| inner.downcast_ref::<Error>()) {
+            Some(core) => Self::Protocol(core.clone()),
+            None => Self::Io(e),
+        }
     }
 }
 
@@ -129,5 +136,34 @@ impl From<WriteError> for io::Error {
             WriteError::TimedOut => io::ErrorKind::TimedOut,
         };
         io::Error::new(kind, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Limit;
+
+    /// A core error that went through an I/O step comes back typed; the
+    /// OS's errors stay the OS's.
+    #[test]
+    fn a_core_error_carried_as_io_is_the_protocol_error_again() {
+        let full = Error::LimitExceeded {
+            limit: Limit::Buffer,
+            max: 16,
+            attempted: 17,
+            offset: 3,
+        };
+        match ConnError::from(io::Error::from(full.clone())) {
+            ConnError::Protocol(e) => assert_eq!(e, full),
+            other => panic!("{other:?}"),
+        }
+        let reset = io::Error::from(io::ErrorKind::ConnectionReset);
+        assert!(matches!(
+            ConnError::from(reset),
+            ConnError::Io(e) if e.kind() == io::ErrorKind::ConnectionReset
+        ));
+        let wrapped = io::Error::other("not ours");
+        assert!(matches!(ConnError::from(wrapped), ConnError::Io(_)));
     }
 }
