@@ -1640,7 +1640,7 @@ mod window_after_bfinal {
 }
 
 /// What the application sends keeps RFC 6455's order (sections 5.4 and
-/// 5.5.1): no data frame after this side's close or the peer's, no
+/// 5.5.1): no data frame after this side's close, no
 /// continuation with no message started, no new message inside one sent
 /// in parts. Each is a typed refusal that queues nothing and changes
 /// nothing: the right frame after it still goes.
@@ -1719,15 +1719,41 @@ fn the_send_side_keeps_the_order_of_frames() {
     );
     assert!(ws.ping(Bytes::new()).is_ok(), "control frames are not data");
 
-    // The peer's close, answered by the protocol: no data after it either.
+    // The peer's close, after a message: an adapter that hands events out
+    // in batches answers the message after the close was read, and the
+    // protocol's echo of the close goes after that answer; then the queue
+    // takes nothing more.
     let mut conn = server();
-    conn.feed(&frame(true, 0x8, &[0x03, 0xe8], KEY), NOW)
-        .unwrap();
+    let came = [
+        frame(true, 0x1, b"a", KEY),
+        frame(true, 0x8, &[0x03, 0xe8], KEY),
+    ]
+    .concat();
+    conn.feed(&came, NOW).unwrap();
+    let Ok(Some(WsEvent::Text(a))) = conn.poll_event() else {
+        panic!("no text");
+    };
     assert!(matches!(conn.poll_event(), Ok(Some(WsEvent::Close(_)))));
-    let ws = conn.protocol_mut();
-    assert_eq!(
-        ws.message(Kind::Text, Bytes::from_static(b"late"))
-            .unwrap_err(),
-        closed
+    let answer = conn.protocol_mut().message(Kind::Text, a).unwrap();
+    conn.push(answer).unwrap();
+    let mut wire = Vec::new();
+    while let Some(chunk) = conn.poll_transmit_chunk() {
+        let n = chunk.len();
+        wire.extend_from_slice(&chunk);
+        conn.handle_written(n, NOW).unwrap();
+    }
+    let want = [
+        frame(true, 0x1, b"a", None),
+        frame(true, 0x8, &[0x03, 0xe8], None),
+    ]
+    .concat();
+    assert_eq!(wire, want, "the answer, then the echo of the close");
+    let late = conn
+        .protocol_mut()
+        .message(Kind::Text, Bytes::from_static(b"late"))
+        .unwrap();
+    assert!(
+        conn.push(late).is_err(),
+        "the queue is closed after the echo"
     );
 }

@@ -28,9 +28,12 @@ impl WebSocket {
     /// # Errors
     ///
     /// [`Unencodable::WsClosed`](crate::Unencodable::WsClosed) once this
-    /// side made its close (or answered the peer's): no data frame may
-    /// follow a close; [`Unencodable::WsFragment`](crate::Unencodable::WsFragment)
-    /// while a message sent in parts is unfinished.
+    /// side made its close ([`close`](Self::close)): no data frame may
+    /// follow it; [`Unencodable::WsFragment`](crate::Unencodable::WsFragment)
+    /// while a message sent in parts is unfinished. After the peer's close
+    /// the messages before it may still be answered: the protocol's echo
+    /// of that close goes after them, and the queue takes nothing more
+    /// once it is queued.
     #[inline]
     pub fn message(&mut self, kind: Kind, payload: Bytes) -> Result<Frame, Error> {
         self.may_start()?;
@@ -51,7 +54,7 @@ impl WebSocket {
     /// in parts unfinished.
     #[inline(always)]
     fn may_start(&self) -> Result<(), Error> {
-        if self.closing != Closing::Open {
+        if self.closed {
             return Err(unencodable(Unencodable::WsClosed));
         }
         if self.sending {
@@ -134,7 +137,7 @@ impl WebSocket {
         first: bool,
         last: bool,
     ) -> Result<Frame, Error> {
-        if self.closing != Closing::Open {
+        if self.closed {
             return Err(unencodable(Unencodable::WsClosed));
         }
         if first == self.sending {
@@ -205,6 +208,7 @@ impl WebSocket {
             return Err(unencodable(Unencodable::WsClosed));
         }
         self.closing = Closing::Sent;
+        self.closed = true;
         Ok(self.close_frame(Some(code), reason.as_bytes()))
     }
 

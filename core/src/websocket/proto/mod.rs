@@ -150,6 +150,11 @@ pub struct WebSocket {
     /// A message is being sent in parts ([`part`](Self::part)): only its
     /// continuations (and control frames) may go until its last.
     sending: bool,
+    /// The application made this side's close ([`close`](Self::close)):
+    /// no data frame may follow it. (After the peer's close, answers to
+    /// the messages before it may still be made: the protocol's echo of
+    /// the close goes after them, and the queue closes then.)
+    closed: bool,
     /// The stream ended, or reading failed: no event comes.
     done: bool,
     /// A reply that found no room in the queue: nothing more is read until
@@ -194,6 +199,7 @@ impl WebSocket {
             utf8: Utf8::default(),
             closing: Closing::Open,
             sending: false,
+            closed: false,
             done: false,
             owed: None,
             entropy,
