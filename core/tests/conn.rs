@@ -1668,3 +1668,62 @@ mod drains {
         }
     }
 }
+
+/// A read error after the peer's end changes nothing (a write that failed
+/// after the peer closed reports one, say): the frame the end cut short
+/// is still handed back, as `Truncated` with its bytes.
+#[test]
+fn a_read_error_after_the_end_keeps_the_frame_it_cut_short() {
+    let now = Duration::ZERO;
+    let mut conn = Conn::new(lines(), now);
+    conn.feed(b"one\nabc", now).unwrap();
+    conn.handle_eof(now);
+    conn.handle_read_error(now);
+    assert_eq!(conn.poll_event().unwrap().as_deref(), Some(&b"one"[..]));
+    match conn.poll_event() {
+        Err(Error::Truncated { partial, offset }) => {
+            assert_eq!((&partial[..], offset), (&b"abc"[..], 4));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// After a reset no event comes, and a read completion that arrives late
+/// and claims too much does not bring reading back.
+#[test]
+fn a_late_bad_completion_after_a_reset_brings_no_event() {
+    let now = Duration::ZERO;
+    let mut conn = Conn::new(lines(), now);
+    conn.feed(b"one\ntwo\n", now).unwrap();
+    let spare = conn.spare_mut().unwrap().len();
+    conn.reset();
+    assert!(conn.is_read_done());
+    assert!(conn.handle_read(spare + 1, now).is_err());
+    assert!(conn.is_read_done(), "reading stays over");
+    assert_eq!(conn.poll_event(), Ok(None));
+}
+
+/// A reset after the write side was shut cleanly (everything written, the
+/// FIN sent) drops nothing, and the connection does not say it did; a
+/// reset with bytes still queued does.
+#[cfg(feature = "std")]
+#[test]
+fn a_reset_after_a_clean_shutdown_reports_no_loss() {
+    let now = Duration::ZERO;
+    let mut conn = Conn::new(lines(), now);
+    conn.push(Bytes::from_static(b"all of it\n")).unwrap();
+    conn.close();
+    while let Some(chunk) = conn.poll_transmit_chunk() {
+        conn.handle_written(chunk.len(), now).unwrap();
+    }
+    assert_eq!(conn.poll_shutdown(), Some(Shutdown::Write));
+    conn.handle_shutdown();
+    conn.reset();
+    assert_eq!(conn.poll_shutdown(), Some(Shutdown::Reset));
+    assert!(conn.check_written().is_ok(), "nothing was dropped");
+
+    let mut conn = Conn::new(lines(), now);
+    conn.push(Bytes::from_static(b"never sent\n")).unwrap();
+    conn.reset();
+    assert!(conn.check_written().is_err(), "the queued line was dropped");
+}

@@ -56,10 +56,11 @@ impl<P> Conn<P> {
     /// Whether the write side dropped what was queued: a reset (asked for
     /// or done), or a failed write.
     pub(crate) fn is_queue_dropped(&self) -> bool {
-        matches!(
-            self.write,
-            WriteSide::Resetting | WriteSide::Reset | WriteSide::Failed
-        )
+        match self.write {
+            WriteSide::Resetting | WriteSide::Reset => !self.reset_after_shut,
+            WriteSide::Failed => true,
+            WriteSide::Open | WriteSide::Closing | WriteSide::Shut => false,
+        }
     }
 }
 
@@ -108,6 +109,9 @@ impl<P: Protocol> Conn<P> {
     /// [`Shutdown::Reset`]. Use it when the peer must not take the end for
     /// a clean one (the other side of a tunnel failed).
     pub fn reset(&mut self) {
+        // After a clean shutdown the queue is empty: the reset drops
+        // nothing, and says so.
+        self.reset_after_shut |= self.write == WriteSide::Shut;
         self.send.abort();
         if !matches!(self.write, WriteSide::Reset) {
             self.write = WriteSide::Resetting;
@@ -263,6 +267,7 @@ impl<P: Protocol> Conn<P> {
             write: self.write,
             paused: self.paused,
             spent: false,
+            reset_after_shut: self.reset_after_shut,
             farewell: self.farewell,
         }
     }

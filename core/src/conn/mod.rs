@@ -183,6 +183,9 @@ pub struct Conn<P> {
     /// leaves it out while it stays in the past (the protocol acts on it at
     /// its next `poll_event`, or does not: either way it fired once).
     spent: bool,
+    /// The reset came after the write side was shut cleanly: everything
+    /// queued had gone out, so nothing was dropped.
+    reset_after_shut: bool,
     /// The protocol's last frame, queued at the next write, then the
     /// write side closes ([`Wire::farewell`]).
     farewell: Option<Box<Frame>>,
@@ -234,6 +237,7 @@ impl<P: Protocol> Conn<P> {
             write: WriteSide::Open,
             paused: false,
             spent: false,
+            reset_after_shut: false,
             farewell: None,
         }
     }
@@ -261,7 +265,11 @@ impl<P: Protocol> Conn<P> {
     pub fn handle_read(&mut self, n: usize, now: Duration) -> Result<(), Error> {
         self.tick(now);
         if let Err(e) = self.recv.commit(n) {
-            self.read = ReadSide::Failed;
+            // Reading fails, unless it was over already (a reset, a
+            // timeout): a late completion does not bring it back.
+            if matches!(self.read, ReadSide::Open | ReadSide::Ended) {
+                self.read = ReadSide::Failed;
+            }
             return Err(e);
         }
         if n == 0 {
@@ -349,10 +357,12 @@ impl<P: Protocol> Conn<P> {
     }
 
     /// Reading failed (a reset, say): nothing more is read. Complete events
-    /// still buffered can be polled.
+    /// still buffered can be polled. After the peer's end it changes
+    /// nothing: the stream ended before, and what it left (a frame cut
+    /// short, handed back as `Truncated`) is still the protocol's to say.
     pub fn handle_read_error(&mut self, now: Duration) {
         self.tick(now);
-        if matches!(self.read, ReadSide::Open | ReadSide::Ended) {
+        if self.read == ReadSide::Open {
             self.read = ReadSide::Failed;
         }
     }

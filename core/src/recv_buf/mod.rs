@@ -372,6 +372,14 @@ impl RecvBuf {
             && self.block <= self.config.idle_capacity.saturating_mul(2)
             && self.buf.try_reclaim(data.len())
         {
+            // `block` can be the view's room alone (a buffer handed in by
+            // `from_buffer`): what came back is the whole block, and one
+            // larger than `make_room` keeps goes, as it would go there.
+            if self.buf.capacity() > self.config.idle_capacity.saturating_mul(2) {
+                self.release();
+                return self.feed_slow(data);
+            }
+            self.block = self.buf.capacity();
             self.buf.extend_from_slice(data);
             self.filled = data.len();
             return Ok(());
@@ -708,6 +716,26 @@ const LARGE_BLOCK: usize = 1 << 20;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A buffer handed in with little room left in a large block: the
+    /// first feed takes the block back from the front, finds it far
+    /// larger than an idle buffer keeps, and reads into a block of its own
+    /// size instead, as `make_room` does.
+    #[test]
+    fn a_large_block_handed_in_is_not_kept_by_the_quick_reclaim() {
+        let mut big = BytesMut::with_capacity(1 << 20);
+        big.resize((1 << 20) - 8 * 1024, 0);
+        let _ = big.split(); // the view: 8 KiB of room at the block's end
+        assert_eq!(big.capacity(), 8 * 1024);
+        let mut buf = RecvBuf::from_buffer(big, RecvBufConfig::default()).unwrap();
+        // The view's room filled and its bytes taken and dropped: the
+        // block's pieces are gone, and the view has no room left.
+        buf.feed(&[0; 8 * 1024]).unwrap();
+        drop(buf.split_to(8 * 1024).unwrap());
+        buf.feed(&[1; 100]).unwrap();
+        assert_eq!(buf.peek(), &[1; 100][..]);
+        assert!(buf.capacity() <= 32 * 1024, "{} kept", buf.capacity());
+    }
 
     #[test]
     fn a_large_block_is_asked_for_fallibly_and_keeps_its_capacity() {
