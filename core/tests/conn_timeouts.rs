@@ -193,4 +193,14 @@ fn a_late_timer_acts_on_the_protocols_earlier_deadline_first() {
     late.handle_timeout(ms(12_000));
     let got = late.poll_event();
     assert!(matches!(got, Ok(Some(Event::Routed(_)))), "late: {got:?}");
+
+    // A driver that calls again at once, before any `poll_event` (a
+    // shared driver whose events another task takes): the opening timeout
+    // still waits for the protocol's turn, and is no deadline meanwhile.
+    let mut again = with(session(), timeouts);
+    again.handle_timeout(ms(12_000));
+    assert_eq!(again.poll_timeout(), None, "nothing due before the turn");
+    again.handle_timeout(ms(12_001));
+    let got = again.poll_event();
+    assert!(matches!(got, Ok(Some(Event::Routed(_)))), "again: {got:?}");
 }

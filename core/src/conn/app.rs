@@ -267,6 +267,7 @@ impl<P: Protocol> Conn<P> {
             write: self.write,
             paused: self.paused,
             spent: false,
+            turn_owed: false,
             reset_after_shut: self.reset_after_shut,
             farewell: self.farewell,
         }

@@ -183,6 +183,11 @@ pub struct Conn<P> {
     /// leaves it out while it stays in the past (the protocol acts on it at
     /// its next `poll_event`, or does not: either way it fired once).
     spent: bool,
+    /// A late timer passed the protocol's deadline and a connection
+    /// timeout after it, and the protocol's goes first: until the next
+    /// `poll_event` gives the protocol its turn, the connection's timeout
+    /// is held back (and left out of `poll_timeout`).
+    turn_owed: bool,
     /// The reset came after the write side was shut cleanly: everything
     /// queued had gone out, so nothing was dropped.
     reset_after_shut: bool,
@@ -237,6 +242,7 @@ impl<P: Protocol> Conn<P> {
             write: WriteSide::Open,
             paused: false,
             spent: false,
+            turn_owed: false,
             reset_after_shut: false,
             farewell: None,
         }
@@ -466,6 +472,8 @@ impl<P: Protocol> Conn<P> {
     /// on every later call; reading stops.
     #[inline(always)]
     pub fn poll_event(&mut self) -> Result<Option<P::Event>, Error> {
+        // The protocol has its turn now (see `handle_timeout`).
+        self.turn_owed = false;
         // The protocol's fast path, in the caller's loop (nothing, for a
         // protocol without one): the same event the full poll would give,
         // with the same bookkeeping (an event ends a partial frame's wait).

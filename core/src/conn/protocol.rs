@@ -198,8 +198,10 @@ pub trait Protocol {
     /// stream open (no end, no failure): then
     /// [`Conn::poll_event`](crate::conn::Conn::poll_event) answers so
     /// itself, after a [`poll_fast`](Self::poll_fast) that gave nothing,
-    /// without the full poll. Say `true` only when sure; the default says
-    /// `false`, and the full poll runs.
+    /// without the full poll. Say `true` only when sure (a protocol with a
+    /// deadline of its own that may have passed acts on it in
+    /// `poll_event`: it says `false` then); the default says `false`, and
+    /// the full poll runs.
     #[inline(always)]
     fn waits_when_empty(&self) -> bool {
         false

@@ -22,9 +22,9 @@ impl<P: Protocol> Conn<P> {
     pub fn handle_timeout(&mut self, now: Duration) {
         self.tick(now);
         // Whether the protocol's deadline passed before this call already
-        // (and it had its `poll_event` since): then it does not hold a
+        // and it had its `poll_event` since: then it does not hold a
         // connection timeout back again.
-        let had_its_turn = self.spent;
+        let had_its_turn = self.spent && !self.turn_owed;
         self.spent = self
             .protocol_deadline()
             .is_some_and(|at| nanos(at) <= self.clock.now);
@@ -51,8 +51,14 @@ impl<P: Protocol> Conn<P> {
             let protocol_first = self.spent
                 && !had_its_turn
                 && self.protocol_deadline().is_some_and(|p| nanos(p) < at);
-            if self.clock.now >= at && !protocol_first {
-                self.time_out(which);
+            if self.clock.now >= at {
+                if protocol_first {
+                    // Held until a `poll_event` gave the protocol its turn,
+                    // however soon the driver calls again.
+                    self.turn_owed = true;
+                } else {
+                    self.time_out(which);
+                }
             }
         }
     }
@@ -101,7 +107,12 @@ impl<P: Protocol> Conn<P> {
         if self.is_finished() {
             return None;
         }
-        let conn = self.conn_deadline().map(|(at, _)| Duration::from_nanos(at));
+        // A connection timeout held for the protocol's turn comes back once
+        // it had it (`poll_event`).
+        let conn = self
+            .conn_deadline()
+            .filter(|_| !self.turn_owed)
+            .map(|(at, _)| Duration::from_nanos(at));
         let protocol = self
             .protocol_deadline()
             .filter(|&at| !self.spent || nanos(at) > self.clock.now);
