@@ -359,6 +359,13 @@ impl RecvBuf {
             self.filled = end;
             return Ok(());
         }
+        self.feed_reclaiming(data)
+    }
+
+    /// `feed` when the block has no room left: out of line, so that the
+    /// common case stays small enough to inline into a caller's loop.
+    #[inline(never)]
+    fn feed_reclaiming(&mut self, data: &[u8]) -> Result<(), Error> {
         // An emptied buffer whose block its pieces no longer hold: the
         // block taken back from the front, as `make_room` would (a block
         // within twice the idle capacity is one it keeps whatever the
