@@ -1683,12 +1683,7 @@ fn the_send_side_keeps_the_order_of_frames() {
         conn.push(frame).unwrap();
     }
     conn.push(after).unwrap();
-    let mut wire = Vec::new();
-    while let Some(chunk) = conn.poll_transmit_chunk() {
-        let n = chunk.len();
-        wire.extend_from_slice(&chunk);
-        conn.handle_written(n, NOW).unwrap();
-    }
+    let wire = drain(&mut conn);
     let want = [
         frame(false, 0x1, b"ab", None),
         frame(true, 0x9, b"p", None),
@@ -1736,12 +1731,7 @@ fn the_send_side_keeps_the_order_of_frames() {
     assert!(matches!(conn.poll_event(), Ok(Some(WsEvent::Close(_)))));
     let answer = conn.protocol_mut().message(Kind::Text, a).unwrap();
     conn.push(answer).unwrap();
-    let mut wire = Vec::new();
-    while let Some(chunk) = conn.poll_transmit_chunk() {
-        let n = chunk.len();
-        wire.extend_from_slice(&chunk);
-        conn.handle_written(n, NOW).unwrap();
-    }
+    let wire = drain(&mut conn);
     let want = [
         frame(true, 0x1, b"a", None),
         frame(true, 0x8, &[0x03, 0xe8], None),
