@@ -57,7 +57,7 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use cleave_benches::alloc::{allocations, Counting};
 use cleave_benches::{at_line_offset, block_on, landing, unseen, LINE, PAGE, SLOW};
-use cleave_proto::http1::{response_into, Body, Server, ServerEvent};
+use cleave_proto::http1::{response_slice, Body, Server, ServerEvent};
 use cleave_proto::{Conn, ConnConfig, RecvBufConfig};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use http_body_util::Full;
@@ -773,10 +773,10 @@ fn hyper_server(builder: &hyper::server::conn::http1::Builder, input: &[u8]) -> 
 /// cleave doing the same work: reads into the connection's spare room
 /// (16 KiB, as the reads), each request's `Head` and `End` taken, a
 /// response encoded and queued for it, the queue written after each read.
-/// The heads are written into one kept `BytesMut` (`response_into`) and
-/// pushed as a slice, which the queue copies into its run buffer (as
-/// `hello\n`, a small write): hyper too writes its heads into its kept
-/// write buffer.
+/// Each head is written straight into the queue's run buffer
+/// (`response_slice`), and `hello\n`, a small write, is copied after it:
+/// hyper too writes its heads, and small bodies, into its kept write
+/// buffer.
 #[inline(never)]
 fn cleave_server(input: &[u8]) -> Served {
     let config = ConnConfig::default().recv_buf(
@@ -786,7 +786,6 @@ fn cleave_server(input: &[u8]) -> Served {
     );
     let mut conn = Conn::with_config(Server::new(), config, NOW);
     let mut io = Memory::new(input, READ);
-    let mut heads = BytesMut::with_capacity(4096);
     let mut requests = 0;
     loop {
         let n = conn
@@ -799,9 +798,8 @@ fn cleave_server(input: &[u8]) -> Served {
                 }
                 ServerEvent::End => {
                     let length = Body::Length(HELLO.len() as u64);
-                    response_into(&mut heads, 200, "OK", &[], length).expect("a valid response");
-                    conn.push(&heads[..]).expect("room in the queue");
-                    heads.clear();
+                    let head = response_slice(200, "OK", &[], length).expect("a valid response");
+                    conn.push(head).expect("room in the queue");
                     conn.push(Bytes::from_static(HELLO))
                         .expect("room in the queue");
                     requests += 1;

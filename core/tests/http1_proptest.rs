@@ -19,7 +19,7 @@ use std::time::Duration;
 use cleave_proto::http1::{
     self, Body, Client, ClientEvent, Headers, Request, Response, Server, ServerEvent, Version,
 };
-use cleave_proto::{Bytes, Conn, Error, HttpField, InvalidInput, Protocol};
+use cleave_proto::{Bytes, Conn, Error, HttpField, InvalidInput, Lane, Protocol, WriteQueue};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -992,6 +992,18 @@ fn as_refs(fields: &[(String, Vec<u8>)]) -> Vec<(&str, &[u8])> {
         .collect()
 }
 
+/// What a [`HeadSlice`](http1::HeadSlice) writes into a write queue when
+/// it is pushed.
+fn sliced(head: http1::HeadSlice<'_>) -> Vec<u8> {
+    let mut queue = WriteQueue::new();
+    queue.push_to(Lane::Bulk, head).expect("room");
+    let mut chunks = Vec::new();
+    queue.chunks_owned(&mut chunks, usize::MAX);
+    let wire = chunks.concat();
+    queue.advance(wire.len()).expect("handed out");
+    wire
+}
+
 /// The fields a parser reports: exactly as encoded.
 fn as_parsed(fields: &[(String, Vec<u8>)]) -> Vec<Field> {
     fields.iter().map(|(n, v)| (n.clone(), v.clone())).collect()
@@ -1219,7 +1231,8 @@ proptest! {
     }
 
     /// (c) What `request`, `chunk` and `last_chunk` write, a server
-    /// parses back to the same method, target, fields, body and trailers.
+    /// parses back to the same method, target, fields, body and trailers;
+    /// `request_slice` writes the same head into a write queue.
     #[test]
     fn encoded_requests_parse_back(
         method in method(),
@@ -1234,6 +1247,9 @@ proptest! {
         let mut input = http1::request(&method, &target, &as_refs(&all), body.kind())
             .expect("encodable")
             .to_vec();
+        let refs = as_refs(&all);
+        let slice = http1::request_slice(&method, &target, &refs, body.kind()).expect("encodable");
+        prop_assert_eq!((slice.len(), sliced(slice)), (input.len(), input.clone()));
         body.encode(&mut input);
         let (framing_field, framing) = body.framing(false, false);
         let mut want = Message {
@@ -1255,7 +1271,8 @@ proptest! {
 
     /// (c) What `response`, `chunk` and `last_chunk` write, a client
     /// parses back: interim responses first, a HEAD's declared length
-    /// without a body, bodiless statuses, a body to the close.
+    /// without a body, bodiless statuses, a body to the close;
+    /// `response_slice` writes the same head into a write queue.
     #[test]
     fn encoded_responses_parse_back(
         head_request in any::<bool>(),
@@ -1294,7 +1311,11 @@ proptest! {
             headers.extend(field);
             framing
         };
-        input.extend_from_slice(&http1::response(status, &reason, &as_refs(&fields), kind).expect("encodable"));
+        let head = http1::response(status, &reason, &as_refs(&fields), kind).expect("encodable");
+        let refs = as_refs(&fields);
+        let slice = http1::response_slice(status, &reason, &refs, kind).expect("encodable");
+        prop_assert_eq!(sliced(slice), &head[..]);
+        input.extend_from_slice(&head);
         sent.encode(&mut input);
         want.push(Message {
             headers,

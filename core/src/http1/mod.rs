@@ -80,6 +80,7 @@ pub(crate) mod parse;
 pub(crate) mod reader;
 mod routed;
 mod server;
+mod slice;
 
 pub use client::{Client, ClientEvent};
 pub use config::{Http1Config, MAX_HEADERS};
@@ -87,6 +88,7 @@ pub use encode::{chunk, last_chunk, request, request_into, response, response_in
 pub use head::{Body, Header, HeaderIter, Headers, Request, Response, Version};
 pub use routed::{PerRequest, Routed, RoutedEvent};
 pub use server::{Server, ServerEvent};
+pub use slice::{request_slice, response_slice, HeadSlice};
 
 use crate::error::{Error, HttpField, InvalidInput, Limit, Timeout};
 
