@@ -6,17 +6,26 @@
 //!
 //! Each server runs in a process of its own, so that its CPU time
 //! (`utime + stime` from `/proc/<pid>/stat`, before and after) is its
-//! own; `wrk -t2 -c64` loads it for the run's duration, the servers taking
-//! turns run by run. The table gives the median requests per second and
-//! server CPU per request, and the ratios. wrk shares the machine with the
-//! server: on two cores, requests per second say how the cores were
-//! split as much as how fast the server is; CPU per request is the
-//! figure to compare.
+//! own; wrk loads it with 64 connections for the run's duration, the
+//! servers taking turns run by run. The table gives the median requests
+//! per second and server CPU per request (and the user part of it: the
+//! server's own code, where the system part is mostly the kernel's TCP
+//! work, the same for both), and the ratios. `/proc` counts CPU time in
+//! ticks (10 ms), so the user figure, about a tenth of the whole, is good
+//! to a few percent over a 5-second run.
+//!
+//! wrk shares the machine with the server. By default (with `taskset`
+//! and at least two cores) each server runs on core 0 and wrk, with one
+//! thread, on core 1: unpinned on two cores (`--unpinned`: `wrk -t2`,
+//! anywhere), the scheduler mixes the two, and one server's figures moved
+//! by up to 30% between runs of the same build. Pinned, both servers'
+//! runtimes keep their two workers, on one core.
 //!
 //! ```text
 //! cargo build --release -p cleave-examples --example http1_server
-//! cargo bench -p cleave-benches --bench http1_wrk                    # 3 runs of 5 s each
-//! cargo bench -p cleave-benches --bench http1_wrk -- --runs 5 --duration 10
+//! cargo bench -p cleave-benches --bench http1_wrk                    # 5 runs of 5 s each
+//! cargo bench -p cleave-benches --bench http1_wrk -- --runs 7 --duration 10
+//! cargo bench -p cleave-benches --bench http1_wrk -- --unpinned
 //! ```
 //!
 //! Without wrk or the example built, it says so and does nothing.
@@ -119,8 +128,8 @@ impl Server {
         }
     }
 
-    /// Seconds of CPU the process has used, user and system.
-    fn cpu(&self) -> Result<f64, String> {
+    /// Seconds of CPU the process has used: user and system.
+    fn cpu(&self) -> Result<Cpu, String> {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
             .map_err(|e| e.to_string())?;
         // The fields after the command's closing parenthesis: state is
@@ -131,7 +140,11 @@ impl Server {
         let (user, system) = ticks(11).zip(ticks(12)).ok_or("bad stat")?;
         // SAFETY: sysconf only reads a setting of the system.
         let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        Ok((user + system) as f64 / per_second.max(1) as f64)
+        let seconds = |ticks: u64| ticks as f64 / per_second.max(1) as f64;
+        Ok(Cpu {
+            user: seconds(user),
+            system: seconds(system),
+        })
     }
 
     /// The whole answer to one `GET /`, on a connection of its own.
@@ -157,18 +170,46 @@ impl Drop for Server {
     }
 }
 
+/// CPU time, in seconds: in the process's own code (user), and in the
+/// kernel on its behalf (system: the syscalls, and much of loopback
+/// TCP's work).
+#[derive(Clone, Copy)]
+struct Cpu {
+    user: f64,
+    system: f64,
+}
+
 /// What one wrk run gave.
 struct Run {
     requests: u64,
     per_second: f64,
-    cpu: f64,
+    /// The server's CPU time over the run.
+    cpu: Cpu,
 }
 
-/// One wrk run of `seconds` against `server`.
-fn run(server: &Server, seconds: u64) -> Result<Run, String> {
+impl Run {
+    /// Microseconds of CPU a request, user and system.
+    fn per_request(&self) -> f64 {
+        (self.cpu.user + self.cpu.system) / self.requests as f64 * 1e6
+    }
+
+    /// Microseconds of user CPU a request.
+    fn user_per_request(&self) -> f64 {
+        self.cpu.user / self.requests as f64 * 1e6
+    }
+}
+
+/// One wrk run of `seconds` against `server`: on core 1 with one thread
+/// when `pinned`, else two threads wherever the scheduler puts them.
+fn run(server: &Server, seconds: u64, pinned: bool) -> Result<Run, String> {
     let before = server.cpu()?;
-    let output = Command::new("wrk")
-        .args(["-t2", "-c64", &format!("-d{seconds}s")])
+    let (cpus, threads) = if pinned {
+        (Some("1"), "-t1")
+    } else {
+        (None, "-t2")
+    };
+    let output = on_cores(cpus, "wrk".as_ref())
+        .args([threads, "-c64", &format!("-d{seconds}s")])
         .arg(format!("http://{}/", server.addr))
         .output()
         .map_err(|e| format!("wrk: {e}"))?;
@@ -190,7 +231,10 @@ fn run(server: &Server, seconds: u64) -> Result<Run, String> {
         (Some(requests), Some(per_second)) if requests > 0 => Ok(Run {
             requests,
             per_second,
-            cpu: after - before,
+            cpu: Cpu {
+                user: after.user - before.user,
+                system: after.system - before.system,
+            },
         }),
         _ => Err(format!(
             "{}: no figures in wrk's output:\n{text}",
@@ -204,19 +248,54 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// The runs' options: `--runs N`, `--duration SECONDS`.
-fn options(args: &[String]) -> Result<(usize, u64), String> {
-    let (mut runs, mut seconds) = (3usize, 5u64);
+/// The runs' options: `--runs N`, `--duration SECONDS`, `--unpinned`.
+struct Options {
+    runs: usize,
+    seconds: u64,
+    /// Each server on core 0 and wrk (one thread) on core 1, with
+    /// `taskset`: on two cores, unpinned, the scheduler mixes the two and
+    /// moves the figures of a run by up to 30% either way.
+    pinned: bool,
+}
+
+fn options(args: &[String]) -> Result<Options, String> {
+    let mut options = Options {
+        runs: 5,
+        seconds: 5,
+        pinned: true,
+    };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
+        if arg == "--unpinned" {
+            options.pinned = false;
+            continue;
+        }
         let value = args.next().and_then(|v| v.parse::<u64>().ok());
         match (arg.as_str(), value) {
-            ("--runs", Some(n)) => runs = usize::try_from(n).unwrap_or(usize::MAX),
-            ("--duration", Some(n)) => seconds = n,
-            _ => return Err(format!("{arg}: expected --runs N or --duration SECONDS")),
+            ("--runs", Some(n)) => options.runs = usize::try_from(n).unwrap_or(usize::MAX),
+            ("--duration", Some(n)) => options.seconds = n,
+            _ => {
+                return Err(format!(
+                    "{arg}: expected --runs N, --duration SECONDS or --unpinned"
+                ))
+            }
         }
     }
-    Ok((runs.max(1), seconds.max(1)))
+    options.runs = options.runs.max(1);
+    options.seconds = options.seconds.max(1);
+    Ok(options)
+}
+
+/// `command` run on the cores `cpus` (a `taskset` list), or as it is.
+fn on_cores(cpus: Option<&str>, program: &std::ffi::OsStr) -> Command {
+    match cpus {
+        Some(cpus) => {
+            let mut command = Command::new("taskset");
+            command.args(["-c", cpus]).arg(program);
+            command
+        }
+        None => Command::new(program),
+    }
 }
 
 /// Where cargo put the example: `target/release/examples/`, beside this
@@ -230,7 +309,11 @@ fn example_path() -> Result<PathBuf, String> {
 }
 
 fn compare(args: &[String]) -> Result<(), String> {
-    let (runs, seconds) = options(args)?;
+    let Options {
+        runs,
+        seconds,
+        mut pinned,
+    } = options(args)?;
     let example = example_path()?;
     if !example.exists() {
         println!(
@@ -244,9 +327,16 @@ fn compare(args: &[String]) -> Result<(), String> {
         println!("http1_wrk: skipped, wrk is not installed");
         return Ok(());
     }
-    let mut cleave = Command::new(&example);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if pinned && (cores < 2 || Command::new("taskset").arg("-V").output().is_err()) {
+        println!("http1_wrk: unpinned (taskset missing, or fewer than two cores)");
+        pinned = false;
+    }
+    let server_cores = pinned.then_some("0");
+    let mut cleave = on_cores(server_cores, example.as_os_str());
     cleave.args(["--listen", "127.0.0.1:0"]);
-    let mut hyper = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+    let this = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut hyper = on_cores(server_cores, this.as_os_str());
     hyper.arg(SERVE_HYPER);
     let servers = [
         Server::start("cleave http1_server", cleave)?,
@@ -263,47 +353,68 @@ fn compare(args: &[String]) -> Result<(), String> {
     }
     println!("both answer {:?}", String::from_utf8_lossy(&answers[0]));
     for server in &servers {
-        run(server, 1)?; // warm-up
+        run(server, 1, pinned)?; // warm-up
     }
     let began = Instant::now();
     let mut results: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
     for _ in 0..runs {
         for (server, results) in servers.iter().zip(&mut results) {
-            results.push(run(server, seconds)?);
+            results.push(run(server, seconds, pinned)?);
         }
     }
-    print_table(&servers, &results, runs, seconds);
+    print_table(&servers, &results, runs, seconds, pinned);
     eprintln!("total: {:.0} s", began.elapsed().as_secs_f64());
     Ok(())
 }
 
-fn print_table(servers: &[Server; 2], results: &[Vec<Run>; 2], runs: usize, seconds: u64) {
-    println!("\n`wrk -t2 -c64 -d{seconds}s`, GET / on 127.0.0.1, median of {runs} runs\n");
-    println!("| server | requests/s (min-max) | server CPU per request | server CPU, cores |");
-    println!("|---|---|---|---|");
+fn print_table(
+    servers: &[Server; 2],
+    results: &[Vec<Run>; 2],
+    runs: usize,
+    seconds: u64,
+    pinned: bool,
+) {
+    if pinned {
+        println!(
+            "\n`wrk -t1 -c64 -d{seconds}s` on core 1, each server on core 0, \
+             GET / on 127.0.0.1, median of {runs} runs\n"
+        );
+    } else {
+        println!("\n`wrk -t2 -c64 -d{seconds}s`, GET / on 127.0.0.1, median of {runs} runs\n");
+    }
+    println!(
+        "| server | requests/s (min-max) | server CPU per request (min-max) | of it, user | server CPU, cores |"
+    );
+    println!("|---|---|---|---|---|");
     let mut figures = Vec::new();
     for (server, runs) in servers.iter().zip(results) {
         let rates: Vec<f64> = runs.iter().map(|r| r.per_second).collect();
         let lo = rates.iter().copied().fold(f64::MAX, f64::min);
         let hi = rates.iter().copied().fold(0.0, f64::max);
         let rate = median(rates);
-        let cpu = median(
+        let costs: Vec<f64> = runs.iter().map(Run::per_request).collect();
+        let cpu_lo = costs.iter().copied().fold(f64::MAX, f64::min);
+        let cpu_hi = costs.iter().copied().fold(0.0, f64::max);
+        let cpu = median(costs);
+        let user = median(runs.iter().map(Run::user_per_request).collect());
+        let cores = median(
             runs.iter()
-                .map(|r| r.cpu / r.requests as f64 * 1e6)
+                .map(|r| (r.cpu.user + r.cpu.system) / seconds as f64)
                 .collect(),
         );
-        let cores = median(runs.iter().map(|r| r.cpu / seconds as f64).collect());
         println!(
-            "| {} | {rate:.0} ({lo:.0}-{hi:.0}) | {cpu:.2} µs | {cores:.2} |",
+            "| {} | {rate:.0} ({lo:.0}-{hi:.0}) | {cpu:.2} µs ({cpu_lo:.2}-{cpu_hi:.2}) | {user:.2} µs | {cores:.2} |",
             server.name
         );
-        figures.push((rate, cpu));
+        figures.push((rate, cpu, user));
     }
     let (cleave, hyper) = (figures[0], figures[1]);
     println!(
-        "\ncleave / hyper: {:.2}x the requests per second, {:.2}x the CPU per request",
+        "\ncleave / hyper: {:.2}x the requests per second, {:.2}x the CPU per request, \
+         {:.2}x the user CPU per request",
         cleave.0 / hyper.0,
-        cleave.1 / hyper.1
+        cleave.1 / hyper.1,
+        cleave.2 / hyper.2
     );
 }
 

@@ -75,11 +75,23 @@ pub fn server() -> Server {
 /// is the connection's first request). A body is handed out as it comes,
 /// each piece starting that time again: one that keeps coming, however
 /// slowly, is not cut (a floor on the rate is the application's to set).
+/// A kept-alive connection keeps its buffers between requests, and gives
+/// them back once quiet for [`RELEASE_AFTER`].
 #[must_use]
 pub fn conn_config() -> ConnConfig {
     let timeouts = Timeouts::default().idle(Some(IDLE)).frame(Some(FRAME));
-    ConnConfig::default().timeouts(timeouts)
+    ConnConfig::default()
+        .timeouts(timeouts)
+        .release_after(RELEASE_AFTER)
 }
+
+/// How long a connection stays quiet before its read block and write
+/// buffer go back: a client that sends its next request sooner (a busy
+/// keep-alive client) costs no allocation per request, and an idle
+/// connection holds no buffer after a second. Given back at each wait
+/// instead, they cost about 0.25 µs a request under `wrk` (a 16 KiB and an
+/// 8 KiB allocation, and the read block zeroed).
+const RELEASE_AFTER: Duration = Duration::from_secs(1);
 
 /// What a request asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

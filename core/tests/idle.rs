@@ -139,3 +139,82 @@ fn a_connection_configured_to_keep_its_blocks_keeps_them_when_idle() {
     drop((buf, queue));
     assert_eq!(live_bytes(), before);
 }
+
+#[test]
+fn with_a_release_delay_a_connection_keeps_its_blocks_until_quiet_that_long() {
+    let at = Duration::from_millis;
+    let before = live_bytes();
+    let config = ConnConfig::default().release_after(Duration::from_secs(1));
+    let mut conn = Conn::with_config(Framed::new(Lines::new()), config, Duration::ZERO);
+    assert_eq!(
+        conn.poll_timeout(),
+        Some(at(1000)),
+        "nothing to give back yet, but a spell began"
+    );
+    conn.handle_timeout(at(1000));
+    assert_eq!((conn.poll_timeout(), live_bytes()), (None, before));
+
+    // An exchange at 1.1 s: a line in, its echo out.
+    let exchange = |conn: &mut Conn<Framed<Lines>>, now| {
+        conn.feed(b"a line\n", now).expect("fits");
+        let line = conn.poll_event().expect("valid").expect("a line");
+        conn.push(Lines::new().encode(line).expect("encodes"))
+            .expect("room");
+        while let Some(chunk) = conn.poll_transmit_chunk() {
+            conn.handle_written(chunk.len(), now).expect("offered");
+        }
+        assert_eq!(conn.poll_event(), Ok(None));
+    };
+    exchange(&mut conn, at(1100));
+    let busy = live_bytes() - before;
+    assert!(
+        busy >= 8 * 1024,
+        "the read block and the run buffer: {busy}"
+    );
+
+    // The driver finds the socket empty: both are kept for a second.
+    conn.release_idle();
+    assert_eq!(live_bytes() - before, busy);
+    assert_eq!(conn.poll_timeout(), Some(at(2100)));
+    conn.handle_timeout(at(1700));
+    conn.release_idle();
+    assert_eq!(live_bytes() - before, busy, "quiet for 600 ms only");
+
+    // Quiet for the whole second: given back, once.
+    conn.handle_timeout(at(2100));
+    assert_eq!(live_bytes(), before, "quiet for a second: no heap held");
+    assert_eq!(conn.poll_timeout(), None, "no deadline once given back");
+
+    // Traffic starts a new spell, with its own deadline; an exchange
+    // within the delay of the last one keeps the blocks (none allocated
+    // again).
+    exchange(&mut conn, at(3000));
+    let busy = live_bytes() - before;
+    exchange(&mut conn, at(3500));
+    conn.release_idle();
+    assert_eq!(live_bytes() - before, busy);
+    assert_eq!(conn.poll_timeout(), Some(at(4500)));
+    conn.handle_timeout(at(4600)); // a late timer
+    assert_eq!(live_bytes(), before);
+    assert_eq!(conn.poll_timeout(), None);
+}
+
+#[test]
+fn without_a_release_delay_the_deadlines_are_the_timeouts_alone() {
+    use cleave_proto::Timeouts;
+    let at = Duration::from_millis;
+    let timeouts = Timeouts::default().idle(Some(Duration::from_secs(30)));
+    let config = ConnConfig::default().timeouts(timeouts);
+    let mut conn = Conn::with_config(Framed::new(Lines::new()), config, Duration::ZERO);
+    conn.feed(b"a", at(10)).expect("fits");
+    assert_eq!(conn.poll_timeout(), Some(at(30_010)));
+    // With a delay, the earlier of the two.
+    let config = config.release_after(Duration::from_secs(1));
+    let mut conn = Conn::with_config(Framed::new(Lines::new()), config, Duration::ZERO);
+    conn.feed(b"a", at(10)).expect("fits");
+    assert_eq!(conn.poll_timeout(), Some(at(1010)));
+    conn.handle_timeout(at(1010));
+    assert_eq!(conn.poll_timeout(), Some(at(30_010)));
+    assert_eq!(conn.poll_event(), Ok(None), "the partial line is kept");
+    assert_eq!(conn.recv_buf().peek(), b"a");
+}

@@ -325,8 +325,10 @@ impl<S: Socket, P: Protocol> Conn<S, P> {
         }
         self.note_room(wrote);
         if self.drained {
-            // Answered, and nothing more to read: keep no write memory.
-            self.conn.queue_mut().release_idle();
+            // Answered, and nothing more to read: keep no write memory (by
+            // the connection's rule: at once, or once quiet for its
+            // `release_after`).
+            self.conn.release_idle();
         }
         match self.shut_down() {
             // A source with no reset: its peer sees a clean end.

@@ -225,7 +225,8 @@ where
     pub async fn flush(&mut self) -> Result<(), ConnError> {
         poll_fn(|cx| self.poll_drain(cx)).await?;
         self.conn.check_written()?;
-        let now = self.clock.now();
+        // The drain read the clock as it finished.
+        let now = self.clock.last();
         poll_fn(|cx| poll_flush(&mut self.io, &mut self.conn, now, cx)).await?;
         self.conn.release_idle();
         Ok(())

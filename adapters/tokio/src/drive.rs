@@ -296,6 +296,8 @@ fn ready_or_none<T>(poll: Poll<io::Result<T>>) -> io::Result<Option<T>> {
 pub(crate) struct Clock {
     base: Instant,
     sleep: Option<Pin<Box<Sleep>>>,
+    /// The last reading of [`now`](Self::now).
+    last: Duration,
 }
 
 impl Clock {
@@ -305,12 +307,22 @@ impl Clock {
         Self {
             base: at.checked_sub(now).unwrap_or(at),
             sleep: None,
+            last: now,
         }
     }
 
     /// The core's time now.
-    pub(crate) fn now(&self) -> Duration {
-        self.base.elapsed()
+    pub(crate) fn now(&mut self) -> Duration {
+        self.last = self.base.elapsed();
+        self.last
+    }
+
+    /// The time [`now`](Self::now) last read: for a handler called in the
+    /// same poll as a reading, which need not pay for another (a clock
+    /// read is a `clock_gettime`, a few percent of a small request's
+    /// cost).
+    pub(crate) fn last(&self) -> Duration {
+        self.last
     }
 
     /// Arms the timer for `due` and polls it: `Ready` with the time to

@@ -285,3 +285,41 @@ async fn a_deadline_the_protocol_leaves_in_place_fires_once() {
     .await
     .expect("stuck");
 }
+
+/// With `release_after`, a connection keeps its read block between
+/// exchanges that come sooner, and gives it back once quiet that long:
+/// the connection's own timer does it, with no read or write to wake it.
+#[tokio::test]
+async fn a_quiet_connection_gives_its_buffers_back_after_its_release_delay() {
+    tokio::time::timeout(STUCK, async {
+        let (mut client, server) = pair().await;
+        let config = ConnConfig::default().release_after(Duration::from_millis(300));
+        let mut conn = Connection::with_config(server, Framed::new(Lines::new()), config);
+        for line in ["one", "two"] {
+            client
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .unwrap();
+            assert_eq!(conn.next().await.unwrap().unwrap(), line);
+            conn.send(Bytes::from(format!("{line}!\n"))).await.unwrap();
+            conn.flush().await.unwrap();
+            assert!(
+                conn.conn().recv_buf().capacity() > 0,
+                "kept across the exchange and its flush"
+            );
+        }
+        let mut answers = [0u8; 10];
+        client.read_exact(&mut answers).await.unwrap();
+        assert_eq!(&answers, b"one!\ntwo!\n");
+        // Then quiet: the wait for the next line runs past the delay.
+        let waited = tokio::time::timeout(Duration::from_millis(1200), conn.next()).await;
+        assert!(waited.is_err(), "no line came");
+        assert_eq!(conn.conn().recv_buf().capacity(), 0, "given back");
+        assert_eq!(conn.conn().poll_timeout(), None, "and no deadline after");
+        // The connection is as good as before.
+        client.write_all(b"three\n").await.unwrap();
+        assert_eq!(conn.next().await.unwrap().unwrap(), "three");
+    })
+    .await
+    .expect("stuck");
+}

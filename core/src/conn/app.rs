@@ -214,7 +214,23 @@ impl<P: Protocol> Conn<P> {
     /// [`RecvBuf::release_idle`], [`WriteQueue::release_idle`]), and what
     /// the protocol keeps between messages ([`Protocol::release_idle`]).
     /// Adapters call it when a read finds the socket empty.
+    ///
+    /// With [`ConnConfig::release_after`](crate::ConnConfig::release_after),
+    /// only once the connection has been quiet that long (by the last
+    /// handler's `now`); before, it does nothing, and
+    /// [`handle_timeout`](Self::handle_timeout) releases when the time
+    /// comes.
     pub fn release_idle(&mut self) {
+        let due = self.clock.active.saturating_add(self.clock.release_after);
+        if self.clock.release_after == 0 || self.clock.now >= due {
+            self.release_now();
+        }
+    }
+
+    /// [`release_idle`](Self::release_idle) whatever the delay, for this
+    /// quiet spell.
+    pub(super) fn release_now(&mut self) {
+        self.clock.released = self.clock.active;
         self.recv.release_idle();
         if self.send.is_flushed() {
             self.send.release_idle();
@@ -261,6 +277,7 @@ impl<P: Protocol> Conn<P> {
                 started: self.clock.now,
                 active: self.clock.now,
                 partial_since: NEVER,
+                released: NEVER,
                 ..self.clock
             },
             read: self.read,

@@ -81,7 +81,7 @@ enum WriteSide {
 }
 
 /// The connection's clock readings, on the driver's clock, in nanoseconds
-/// (32 bytes, not 64, in every connection).
+/// (48 bytes, not 96, in every connection).
 #[derive(Clone, Copy, Debug)]
 struct Clock {
     /// The latest `now` a handler was given.
@@ -92,6 +92,12 @@ struct Clock {
     active: Nanos,
     /// Since when an incomplete frame has been waiting (`NEVER`: none is).
     partial_since: Nanos,
+    /// How long the connection stays quiet before its idle memory goes
+    /// back (`ConnConfig::release_after`; 0: whenever the driver asks).
+    release_after: Nanos,
+    /// The `active` of the quiet spell whose memory went back (`NEVER`:
+    /// none yet): one release a spell, and no deadline after it.
+    released: Nanos,
 }
 
 /// One connection in both directions: a [`RecvBuf`], a [`WriteQueue`], the
@@ -206,13 +212,15 @@ impl<P: Protocol> Conn<P> {
     /// `protocol` with the given buffer, queue and timeouts, started at
     /// `now`.
     pub fn with_config(protocol: P, config: ConnConfig, now: Duration) -> Self {
-        Self::from_parts(
+        let mut conn = Self::from_parts(
             protocol,
             RecvBuf::with_config(*config.get_recv_buf()),
             WriteQueue::with_config(*config.get_write_queue()),
             *config.get_timeouts(),
             now,
-        )
+        );
+        conn.clock.release_after = nanos(config.get_release_after());
+        conn
     }
 
     /// `protocol` over an existing buffer (bytes read before, by another
@@ -237,6 +245,8 @@ impl<P: Protocol> Conn<P> {
                 started: now,
                 active: now,
                 partial_since: NEVER,
+                release_after: 0,
+                released: NEVER,
             },
             read: ReadSide::Open,
             write: WriteSide::Open,

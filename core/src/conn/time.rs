@@ -21,6 +21,9 @@ impl<P: Protocol> Conn<P> {
     /// protocol that does not move it, does not spin.
     pub fn handle_timeout(&mut self, now: Duration) {
         self.tick(now);
+        if self.release_due().is_some_and(|at| self.clock.now >= at) {
+            self.release_now();
+        }
         // Whether the protocol's deadline passed before this call already
         // and it had its `poll_event` since: then it does not hold a
         // connection timeout back again.
@@ -116,10 +119,18 @@ impl<P: Protocol> Conn<P> {
         let protocol = self
             .protocol_deadline()
             .filter(|&at| !self.spent || nanos(at) > self.clock.now);
-        match (conn, protocol) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let release = self.release_due().map(Duration::from_nanos);
+        [conn, protocol, release].into_iter().flatten().min()
+    }
+
+    /// When a quiet connection's idle memory goes back, with a
+    /// [`release_after`](crate::ConnConfig::release_after) delay: once a
+    /// quiet spell, while it reads or writes.
+    fn release_due(&self) -> Option<Nanos> {
+        let c = &self.clock;
+        (c.release_after != 0 && c.released != c.active && !self.is_finished())
+            .then(|| c.active.saturating_add(c.release_after))
+            .filter(|&at| at != NEVER)
     }
 
     /// When a connection that failed or timed out, and closes cleanly or
