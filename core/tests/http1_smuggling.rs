@@ -1990,6 +1990,57 @@ fn host_vectors() -> Vec<Vector> {
             400,
         ),
         bad(
+            "`http:/evil/`, a target a URL parser reads as naming evil: RFC 9112 3.2 (400), RFC 9110 4.2.1",
+            b"GET http:/evil.example/x HTTP/1.1\r\nHost: good.example\r\n\r\n",
+            RequestLine,
+            400,
+        ),
+        bad(
+            "`http:\\\\evil/`, the same with backslashes (WHATWG URL reads them as slashes)",
+            b"GET http:\\\\evil.example/x HTTP/1.1\r\nHost: good.example\r\n\r\n",
+            RequestLine,
+            400,
+        ),
+        bad(
+            "`http:evil`, a scheme and no `//`: RFC 9110 4.2.1 (an http URI without a host)",
+            b"GET http:evil.example HTTP/1.1\r\nHost: good.example\r\n\r\n",
+            RequestLine,
+            400,
+        ),
+        bad(
+            "`@evil/x`: no form (a proxy joining it to `http://backend` sends it to evil)",
+            b"GET @evil.example/x HTTP/1.1\r\nHost: good.example\r\n\r\n",
+            RequestLine,
+            400,
+        ),
+        bad(
+            "`HTTPS:evil`: the scheme's case aside, the same",
+            b"GET HTTPS:evil.example HTTP/1.1\r\nHost: good.example\r\n\r\n",
+            RequestLine,
+            400,
+        ),
+        bad(
+            "`1http://a/`: a scheme starts with a letter (RFC 3986 3.1)",
+            b"GET 1http://a/ HTTP/1.1\r\nHost: a\r\n\r\n",
+            RequestLine,
+            400,
+        ),
+        ok(
+            "asterisk-form (RFC 9112 3.2.4), and an SSDP `M-SEARCH *` (llhttp's method.md)",
+            b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\nM-SEARCH * HTTP/1.1\r\nHost: a\r\n\r\n",
+            vec![
+                head("OPTIONS * HTTP/1.1", Body::Empty),
+                Ev::End,
+                head("M-SEARCH * HTTP/1.1", Body::Empty),
+                Ev::End,
+            ],
+        ),
+        ok(
+            "an absolute-URI of another scheme, with no authority: the Host alone (hyper's role.rs `htt:p//`)",
+            b"GET urn:isbn:0451450523 HTTP/1.1\r\nHost: a\r\n\r\n",
+            vec![head("GET urn:isbn:0451450523 HTTP/1.1", Body::Empty), Ev::End],
+        ),
+        bad(
             "a CONNECT target contradicting Host: RFC 9112 3.2.3",
             b"CONNECT a:443 HTTP/1.1\r\nHost: b:443\r\n\r\n",
             Host,

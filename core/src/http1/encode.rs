@@ -10,7 +10,7 @@ use crate::encoder::Frame;
 use crate::error::{Error, Misuse, Unencodable};
 use crate::http1::chars::is_token;
 use crate::http1::head::Body;
-use crate::http1::host::{absolute_authority, is_host, is_target_authority};
+use crate::http1::host::{absolute_authority, is_host, is_target_authority, is_target_form};
 
 /// `100 Continue`, for a request that [`expects_continue`]: push it like
 /// a response, in order (on the bulk lane: it must not overtake the
@@ -210,6 +210,9 @@ fn framing_len(body: Body) -> usize {
 ///
 /// `Misuse::Unencodable` with [`HttpToken`](Unencodable::HttpToken) (a
 /// method or name not a token, a target empty or not visible ASCII, a
+/// target of none of the forms a server takes (origin-form, `*` for an
+/// OPTIONS, absolute-form `scheme://authority...`, authority-form for a
+/// CONNECT) or with a fragment, a
 /// CONNECT target or an absolute-form target's authority that is not a
 /// `host[:port]`), [`HttpHost`](Unencodable::HttpHost) (no Host field,
 /// more than one, one that is not a `host[:port]` or that differs from
@@ -271,6 +274,7 @@ pub(crate) fn check_request(
     if !is_token(method.as_bytes())
         || target.is_empty()
         || !target.bytes().all(|b| (0x21..0x7f).contains(&b))
+        || !is_target_form(method.as_bytes(), target.as_bytes())
     {
         return Err(refuse(Unencodable::HttpToken));
     }
@@ -549,6 +553,12 @@ mod tests {
         assert!(request("GE T", "/", &[], Body::Empty).is_err());
         assert!(request("GET", "/a b", &[], Body::Empty).is_err());
         assert!(request("GET", "", &[], Body::Empty).is_err());
+        // Targets a URL parser reads as naming another authority.
+        let evil: &[(&str, &[u8])] = &[("Host", b"evil.example")];
+        for target in ["http:/evil.example/", "http:evil.example", "@evil.example/x"] {
+            assert!(request("GET", target, evil, Body::Empty).is_err(), "{target}");
+        }
+        assert!(request("GET", "http://evil.example/", evil, Body::Empty).is_ok());
         assert!(request("GET", "/", &[("Na me", b"v")], Body::Empty).is_err());
         assert!(request("GET", "/", &[("Name", b"v\n")], Body::Empty).is_err());
         assert!(request("GET", "/", &[("Name", b"v\0")], Body::Empty).is_err());

@@ -25,6 +25,39 @@ pub(crate) fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
     Some(&rest[..end])
 }
 
+/// Whether `target` has one of the forms a request-target may take
+/// (RFC 9112, section 3.2), for `method`: origin-form (`/` first),
+/// asterisk-form (`*` alone), absolute-form (`scheme:...`, its
+/// authority, if any, judged with the Host), or, for a CONNECT,
+/// authority-form (judged with the Host too). An `http`, `https`, `ws`,
+/// `wss`, `ftp` or `file` target must name its authority after `//`.
+///
+/// What this refuses is what another parser may read with another
+/// authority: a URL parser (WHATWG's: browsers, Node, many proxies) takes
+/// `http:/evil.example/`, `http:\\evil.example/` and `http:evil.example`
+/// as naming `evil.example`, where a parser that looks for `scheme://`
+/// finds no authority and checks the Host alone; and `@evil.example/x`,
+/// of no form, joined to a backend's `http://backend` names `evil`.
+pub(crate) fn is_target_form(method: &[u8], target: &[u8]) -> bool {
+    match target {
+        [b'/', ..] | b"*" => return true,
+        _ if method == b"CONNECT" => return true,
+        _ => {}
+    }
+    let Some(colon) = target.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    let (scheme, rest) = (&target[..colon], &target[colon + 1..]);
+    let is_scheme = scheme.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b));
+    let special = ["http", "https", "ws", "wss", "ftp", "file"]
+        .iter()
+        .any(|name| scheme.eq_ignore_ascii_case(name.as_bytes()));
+    is_scheme && (!special || rest.starts_with(b"//"))
+}
+
 /// The bytes a reg-name (or IPv4 address) may hold besides `%`
 /// (RFC 3986, section 3.2.2): unreserved (letters, digits, `-._~`) and
 /// sub-delims (`!$&'()*+,;=`).

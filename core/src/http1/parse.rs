@@ -13,7 +13,7 @@ use crate::http1::config::{Http1Config, MAX_HEADERS};
 use crate::http1::faults::{refused, Role};
 use crate::http1::framing::{request_body, response_body, Framing};
 use crate::http1::head::{Body, Flags, Headers, Request, Response, Span, Version};
-use crate::http1::host::{absolute_authority, is_host, is_target_authority};
+use crate::http1::host::{absolute_authority, is_host, is_target_authority, is_target_form};
 use crate::http1::lines::{check_field_lines, Bad};
 
 fn version_of(v: Option<u8>) -> Version {
@@ -119,6 +119,12 @@ pub(crate) fn parse_request_inline(
         return Err(Bad::Field(
             HttpField::RequestLine,
             Span::of(target, head).at as usize + i,
+        ));
+    }
+    if !is_target_form(method, target) {
+        return Err(Bad::Field(
+            HttpField::RequestLine,
+            Span::of(target, head).at as usize,
         ));
     }
     let version = version_of(req.version);

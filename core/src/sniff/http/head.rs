@@ -5,7 +5,7 @@ use alloc::string::String;
 
 use bytes::Bytes;
 
-use crate::http1::host::{absolute_authority, is_host, is_target_authority};
+use crate::http1::host::{absolute_authority, is_host, is_target_authority, is_target_form};
 
 /// What a request head says: one copy of the head, and where each part
 /// is in it (one allocation, however many headers).
@@ -149,6 +149,11 @@ pub(super) fn head_of(
     let path = request.path.unwrap_or_default();
     let method = request.method.unwrap_or_default();
 
+    // The target's form, as a server judges it (a target another parser
+    // may read with another authority is refused there).
+    if !is_target_form(method.as_bytes(), path.as_bytes()) {
+        return Err(span(path.as_bytes()).at);
+    }
     // The Host: a host[:port], and the target's authority when the target
     // names one.
     if let Some(value) = host {
