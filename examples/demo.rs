@@ -34,10 +34,14 @@
 //! Timeouts (each can be set or turned off with a flag, see `--help`):
 //! no opening timeout (a silent client goes to the fallback when the
 //! router's 5 s inspect delay runs out), 2 s for a head or frame the client
-//! started (less than the inspect delay: a head trickled byte by byte is
-//! cut before the fallback takes it), 60 s idle before the tunnel, 300 s
-//! idle in the tunnel. A client a timeout ends is shut down cleanly, or
-//! reset if it left half a frame.
+//! started, 60 s idle before the tunnel, 300 s idle in the tunnel. A client
+//! a timeout ends is shut down cleanly, or reset if it left half a frame.
+//! A head begun but unfinished when the inspect delay runs out goes to the
+//! per-request proxy, not to the fallback. A client silent for the whole
+//! delay does go to the fallback, raw, with whatever it sends after: with
+//! Host routes in front of a fallback that speaks HTTP, set an opening
+//! timeout below the delay (`--opening-timeout 4s`), so that such a client
+//! is cut instead.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -80,11 +84,13 @@ ROUTES (first match wins, in the order given):
 TIMEOUTS (a duration: 300ms, 5s, 2m; or off), in both modes:
     --opening-timeout D          until the connection is routed (default off:
                                  a silent client goes to the fallback when
-                                 the router's 5 s inspect delay runs out)
+                                 the router's 5 s inspect delay runs out,
+                                 raw, with all it sends after; below 5s if
+                                 the fallback speaks HTTP behind Host routes)
     --frame-timeout D            for a head or frame the client started
-                                 (default 2s: below the inspect delay, so
-                                 a head trickled byte by byte is cut
-                                 before the fallback takes it)
+                                 (default 2s; a head still unfinished at
+                                 the inspect delay goes to the HTTP proxy,
+                                 never raw to the fallback)
     --idle-timeout D             no byte either way, before the tunnel (and an
                                  HTTP backend's answer: then 504)
                                  (default 60s)
@@ -170,6 +176,12 @@ fn router_config() -> Result<RouterConfig, BoxError> {
 /// each request, a refusal with its status (400, 431): such a stream
 /// must not go to the fallback raw, where its requests would pass every
 /// Host rule. A TLS record (0x16) that was refused is not HTTP.
+///
+/// So does a fallback that got what may be a request the sniffer did not
+/// take ([`may_be_request`]): a head httparse refuses (`HTTP/1.2`, two
+/// spaces, HTTP/2's preface), or one begun but not finished when the
+/// inspect delay ran out (a client silent for most of it). Tunnelled raw,
+/// such a connection would take every later request to the fallback.
 fn is_http(decision: &Decision<usize>, first: &[u8]) -> bool {
     use cleave_proto::{InvalidInput, Limit};
     match &decision.malformed {
@@ -182,8 +194,28 @@ fn is_http(decision: &Decision<usize>, first: &[u8]) -> bool {
             limit: Limit::SniffBudget,
             ..
         }) => first.first() != Some(&0x16),
-        _ => false,
+        _ => decision.rule.is_none() && may_be_request(first),
     }
+}
+
+/// Whether `first`, what a connection sent before it was routed, may
+/// start an HTTP request: a method (a token), then a space and a line not
+/// ended yet or one that names an `HTTP/` version; or a method not ended
+/// yet. A protocol whose first line is whole and names no `HTTP/` (an SSH
+/// banner) is not one, nor a silent client (nothing sent).
+fn may_be_request(first: &[u8]) -> bool {
+    let line_end = first.iter().position(|&b| b == b'\n');
+    let line = &first[..line_end.unwrap_or(first.len())];
+    let method_end = line.iter().position(|&b| b == b' ').unwrap_or(line.len());
+    let method = &line[..method_end];
+    let token = |b: &u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b);
+    if method.is_empty() || !method.iter().all(token) {
+        return false;
+    }
+    if method_end == line.len() {
+        return line_end.is_none();
+    }
+    line_end.is_none() || line.windows(6).any(|w| w == b" HTTP/")
 }
 
 /// The proxy's shared state: the router (its targets index `backends`).

@@ -28,7 +28,7 @@ use cleave_proto::http1::{
     self, Body, Client, ClientEvent, Headers, PerRequest, Request, Routed, RoutedEvent,
 };
 use cleave_proto::websocket::{self, close_code, Assembler, Kind, WebSocket, WsConfig, WsEvent};
-use cleave_proto::{Bytes, Conn, ConnConfig, Encoder, Frame, Lines, Protocol, Timeouts};
+use cleave_proto::{Bytes, BytesMut, Conn, ConnConfig, Encoder, Frame, Lines, Protocol, Timeouts};
 use cleave_tokio::{tunnel, ConnError, Connection, FrameReader, Reset};
 use futures_util::{FutureExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -170,15 +170,29 @@ where
                     client.close().await?;
                     return Ok(moved);
                 };
-                backend
-                    .conn_mut()
-                    .protocol_mut()
-                    .expect_response_to(&request);
+                // Only a WebSocket upgrade is passed: after another (an
+                // `h2c`), the tunnel would carry requests for any
+                // authority to this backend. Its offer is taken out, and
+                // the backend's answer is an ordinary one.
+                let head = if request.is_upgrade() && !is_websocket(&request) {
+                    let asked = backend.conn_mut().protocol_mut();
+                    if request.keep_alive() {
+                        asked.expect_response(request.method());
+                    } else {
+                        asked.expect_last_response(request.method());
+                    }
+                    without_upgrade(&request)
+                } else {
+                    backend
+                        .conn_mut()
+                        .protocol_mut()
+                        .expect_response_to(&request);
+                    request.as_bytes().clone()
+                };
                 moved.up += request.as_bytes().len() as u64;
                 let safe = matches!(request.method(), "GET" | "HEAD" | "OPTIONS")
                     && request.body() == Body::Empty
                     && !request.is_upgrade();
-                let head = request.as_bytes().clone();
                 // A kept connection the backend closed may refuse the
                 // head: the answer (none) decides below.
                 let sent = backend.send(head.clone()).await;
@@ -538,6 +552,32 @@ where
     S: AsyncRead + AsyncWrite + Reset + Unpin,
 {
     client.switch(|_| Routed::new(router, PerRequest::Follow))
+}
+
+/// `request`'s head without its `Upgrade` and `HTTP2-Settings` fields:
+/// it no longer offers to switch (its `Connection` may still name them;
+/// a field a `Connection` names and the head lacks changes nothing).
+fn without_upgrade(request: &Request) -> Bytes {
+    let whole = request.as_bytes();
+    // The request line, as it came.
+    let line_end = whole
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .map_or(whole.len(), |at| at + 2);
+    let mut head = BytesMut::with_capacity(whole.len());
+    head.extend_from_slice(&whole[..line_end]);
+    for header in request.headers().iter() {
+        let name = header.name();
+        if name.eq_ignore_ascii_case("upgrade") || name.eq_ignore_ascii_case("http2-settings") {
+            continue;
+        }
+        head.extend_from_slice(name.as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(header.value());
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    head.freeze()
 }
 
 /// Whether a request asks to switch to WebSocket.

@@ -331,6 +331,72 @@ fn a_declined_upgrade_leaves_the_keep_alive_connection_open() {
     );
 }
 
+/// Only a WebSocket upgrade is passed. A backend that would take
+/// `Upgrade: h2c` (it answers 101 to any head that offers it) gets the
+/// request without the offer, so it answers 200, and the client's next
+/// request, for another Host, goes to that Host's backend: after a 101
+/// the proxy would have tunnelled HTTP/2 streams for any authority to
+/// the first.
+#[test]
+fn an_h2c_upgrade_is_not_passed_and_the_next_request_is_routed_by_its_host() {
+    let h2c = StdBackend::start(|mut socket, log| {
+        let mut buf = Vec::new();
+        while let Some(head) = read_head(&mut socket, &mut buf) {
+            let head = text(&head);
+            note(log, head.clone());
+            let answer: &[u8] = if head.to_ascii_lowercase().contains("upgrade: h2c") {
+                b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"
+            } else {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nwww"
+            };
+            if socket.write_all(answer).is_err() {
+                return;
+            }
+        }
+    });
+    let admin = naming_backend("admin");
+    let rt = runtime();
+    let proxy = in_process_proxy(
+        &rt,
+        &["www.test", "admin.test"],
+        vec![Some(h2c.addr), Some(admin.addr)],
+    );
+    let mut client = connect(proxy);
+    client
+        .write_all(
+            b"GET / HTTP/1.1\r\nHost: www.test\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+              Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n",
+        )
+        .unwrap();
+    let (first, _) = read_until(&mut client, Duration::from_secs(5), |g| g.ends_with(b"www"));
+    assert!(
+        text(&first).starts_with("HTTP/1.1 200 OK\r\n"),
+        "{:?}",
+        text(&first)
+    );
+    client
+        .write_all(b"GET /x HTTP/1.1\r\nHost: admin.test\r\n\r\n")
+        .unwrap();
+    let (second, _) = read_until(&mut client, Duration::from_secs(5), |g| {
+        g.ends_with(b"GET /x HTTP/1.1")
+    });
+    rt.shutdown_background();
+    assert!(
+        text(&second).ends_with("admin: GET /x HTTP/1.1"),
+        "{:?}",
+        text(&second)
+    );
+    let seen = h2c.log();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let head = seen[0].to_ascii_lowercase();
+    assert!(
+        head.starts_with("get / http/1.1\r\nhost: www.test\r\n")
+            && !head.contains("upgrade: h2c")
+            && !head.contains("http2-settings:"),
+        "the backend saw the offer: {head:?}"
+    );
+}
+
 /// A backend ends a keep-alive connection between responses (its idle
 /// timeout: 100 ms here), which any HTTP/1.1 server may do (RFC 9112,
 /// section 9.6). The client's next request, on its own connection to the
@@ -536,6 +602,58 @@ fn demo_first_request_with_two_hosts_is_refused_not_tunnelled_to_the_fallback() 
         "the client got {:?}; the fallback backend served {:?}",
         text(&got),
         fallback.log()
+    );
+}
+
+/// A first head the router's sniffer does not take as HTTP (httparse
+/// refuses it: `HTTP/1.2`, two spaces after the method, HTTP/2's preface)
+/// falls back, and the demo sends it to the per-request proxy, which
+/// answers it with its status and closes: never raw to the fallback,
+/// where it and every request after it would pass every Host rule.
+#[test]
+fn demo_first_head_httparse_refuses_is_answered_not_tunnelled_to_the_fallback() {
+    let (a, fallback) = (naming_backend("a"), naming_backend("fallback"));
+    let demo = demo(&[
+        "--route".into(),
+        format!("host:a.test={}", a.addr),
+        "--fallback".into(),
+        fallback.addr.to_string(),
+    ]);
+    let heads: [&[u8]; 3] = [
+        b"GET /admin HTTP/1.2\r\nHost: admin.test\r\n\r\nGET /x HTTP/1.1\r\nHost: admin.test\r\n\r\n",
+        b"GET  /admin HTTP/1.1\r\nHost: admin.test\r\n\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+    ];
+    for head in heads {
+        let mut client = connect(demo.addr);
+        client.write_all(head).unwrap();
+        let (got, _) = read_for(&mut client, Duration::from_secs(2));
+        let got = text(&got);
+        assert!(
+            got.starts_with("HTTP/1.1 4") || got.starts_with("HTTP/1.1 5"),
+            "{:?}: the client got {got:?}",
+            text(head)
+        );
+    }
+    assert!(
+        fallback.log().is_empty(),
+        "the fallback served {:?}",
+        fallback.log()
+    );
+    // Not HTTP (a whole first line that names no HTTP version, an SSH
+    // banner): the fallback's, raw, as before. (The backend answers what
+    // ends with an empty line.)
+    let mut client = connect(demo.addr);
+    client
+        .write_all(b"SSH-2.0-OpenSSH_9.6 Debian\r\n\r\n")
+        .unwrap();
+    let (got, _) = read_until(&mut client, Duration::from_secs(3), |g| {
+        g.ends_with(b"Debian")
+    });
+    assert!(
+        text(&got).ends_with("fallback: SSH-2.0-OpenSSH_9.6 Debian"),
+        "{:?}",
+        text(&got)
     );
 }
 

@@ -555,8 +555,15 @@ mod tests {
         assert!(request("GET", "", &[], Body::Empty).is_err());
         // Targets a URL parser reads as naming another authority.
         let evil: &[(&str, &[u8])] = &[("Host", b"evil.example")];
-        for target in ["http:/evil.example/", "http:evil.example", "@evil.example/x"] {
-            assert!(request("GET", target, evil, Body::Empty).is_err(), "{target}");
+        for target in [
+            "http:/evil.example/",
+            "http:evil.example",
+            "@evil.example/x",
+        ] {
+            assert!(
+                request("GET", target, evil, Body::Empty).is_err(),
+                "{target}"
+            );
         }
         assert!(request("GET", "http://evil.example/", evil, Body::Empty).is_ok());
         assert!(request("GET", "/", &[("Na me", b"v")], Body::Empty).is_err());
