@@ -241,3 +241,52 @@ fn heads_take_the_limits_the_router_takes() {
         assert!(Heads::new(max_head, max_headers).is_err());
     }
 }
+
+/// A head that announces a body is refused, however the bytes come, with
+/// nothing decoded and nothing consumed: `Heads` frames no bodies, and
+/// would take this one for the next head (a request smuggled inside it).
+/// A `Content-Length: 0` announces none.
+#[test]
+fn a_head_that_announces_a_body_is_refused_not_read_as_heads() {
+    use cleave_proto::{HttpField, InvalidInput};
+    let smuggled = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 35\r\n\r\n\
+                     GET /admin HTTP/1.1\r\nHost: a\r\n\r\n";
+    let chunked = b"\r\nPOST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+    for (input, at) in [(&smuggled[..], 0), (&chunked[..], 2)] {
+        for cut in 1..input.len() {
+            let mut heads = Heads::default();
+            let mut buf = RecvBuf::new();
+            let mut seen = Vec::new();
+            let mut error = None;
+            for piece in [&input[..cut], &input[cut..]] {
+                buf.feed(piece).unwrap();
+                match heads.decode(&mut buf) {
+                    Ok(Some(head)) => seen.push(head),
+                    Ok(None) => {}
+                    Err(e) => error = Some(e),
+                }
+                if error.is_some() {
+                    break;
+                }
+            }
+            assert!(seen.is_empty(), "cut at {cut}: {seen:?}");
+            assert_eq!(
+                error,
+                Some(Error::InvalidInput {
+                    kind: InvalidInput::Http(HttpField::UnframedBody),
+                    offset: at,
+                }),
+                "cut at {cut}"
+            );
+            assert_eq!(buf.offset(), 0, "nothing consumed");
+        }
+    }
+    let mut heads = Heads::default();
+    let mut buf = RecvBuf::new();
+    buf.feed(
+        b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n",
+    )
+    .unwrap();
+    let (got, error) = outcome(&mut heads, &mut buf);
+    assert_eq!((got.len(), error), (2, None));
+}

@@ -8,9 +8,9 @@
 use bytes::Bytes;
 
 use crate::decoder::{Cut, Decoder, Latch, Step};
-use crate::error::Error;
+use crate::error::{Error, HttpField, InvalidInput};
 use crate::http1::reader::{empty_lines, HeadReader};
-use crate::http1::Http1Config;
+use crate::http1::{Body, Http1Config};
 use crate::recv_buf::RecvBuf;
 use crate::sniff::http::{check_limits, DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS};
 
@@ -22,9 +22,12 @@ const MAX_HEAD: usize = u32::MAX as usize;
 /// an upgrade ([`is_upgrade_head`](crate::sniff::http::is_upgrade_head)).
 ///
 /// Each item is one whole head, `\r\n\r\n` included, as a `Bytes` view of
-/// the buffer (empty lines before it are skipped). Bodies are not framed:
-/// use it for a protocol switch, not for requests with bodies (for those,
-/// [`http1::Server`](crate::http1::Server)).
+/// the buffer (empty lines before it are skipped). Bodies are not framed,
+/// so a head that announces one (a Transfer-Encoding, a Content-Length
+/// other than 0) is refused ([`HttpField::UnframedBody`](crate::HttpField::UnframedBody)):
+/// its body would be taken for the next head or the switched protocol's
+/// first bytes. For requests with bodies, use
+/// [`http1::Server`](crate::http1::Server).
 #[derive(Clone, Debug)]
 pub struct Heads {
     config: Http1Config,
@@ -69,7 +72,13 @@ impl Heads {
 
     fn step(&mut self, buf: &RecvBuf) -> Step {
         match self.reader.poll(buf, &self.config) {
-            Ok(Some((skip, len))) => Step::Frame(Cut {
+            Ok(Some((skip, _, body))) if !matches!(body, Body::Empty | Body::Length(0)) => {
+                self.latch.failed(Error::InvalidInput {
+                    kind: InvalidInput::Http(HttpField::UnframedBody),
+                    offset: buf.offset() + skip as u64,
+                })
+            }
+            Ok(Some((skip, len, _))) => Step::Frame(Cut {
                 skip,
                 len,
                 trail: 0,

@@ -119,6 +119,12 @@ pub enum HttpField {
     /// ignores the Content-Length), so a proxy and its backend could cut
     /// the tunnel at different places.
     ConnectBody,
+    /// A request head with content (a Transfer-Encoding, or a
+    /// Content-Length other than 0) where only heads are framed
+    /// ([`Heads`](crate::Heads)): its body would be taken for what follows
+    /// the head (the next head, or the first bytes of the protocol switched
+    /// to), where a server reads it as a body.
+    UnframedBody,
 }
 
 /// Which part of a PROXY protocol header was malformed, for
@@ -178,6 +184,7 @@ impl fmt::Display for HttpField {
             Self::Trailer => "HTTP trailer",
             Self::Switch => "HTTP 101 to a request that offered no upgrade",
             Self::ConnectBody => "HTTP CONNECT request with content",
+            Self::UnframedBody => "HTTP request with content, where only heads are framed",
         })
     }
 }

@@ -1,13 +1,14 @@
 //! [`HeadSearch`]: the search for the end of one head, shared by the
 //! server, the client and the [`Heads`](crate::Heads) decoder, and
-//! [`HeadReader`], a request head's length once it passes the server's
-//! checks.
+//! [`HeadReader`], a request head's length (and the body it announces)
+//! once it passes the server's checks.
 
 use crate::error::{Error, Limit};
 use crate::http1::config::Http1Config;
 use crate::http1::faults::{early_check, first_fault, judged_before, Role};
 use crate::http1::lines::{Bad, BlockScan};
 use crate::http1::parse::{parse_request, parse_request_inline, RequestParts};
+use crate::http1::Body;
 use crate::recv_buf::RecvBuf;
 
 /// Where the search for one head is, resumed on every call so that a
@@ -131,7 +132,7 @@ impl HeadReader {
         &mut self,
         recv: &RecvBuf,
         config: &Http1Config,
-    ) -> Result<Option<(usize, usize)>, Error> {
+    ) -> Result<Option<(usize, usize, Body)>, Error> {
         let all = recv.peek();
         // The empty lines count toward the head's limit on their own, as
         // for a server (`skip_empty_lines`): refused at the line that
@@ -164,9 +165,9 @@ impl HeadReader {
         let Some(len) = self.search.poll(buf, at, Role::Request, config)? else {
             return Ok(None);
         };
-        parse_request(&buf[..len], config)
+        let request = parse_request(&buf[..len], config)
             .map_err(|bad| self.search.fault(buf, len, Role::Request, bad))?;
-        Ok(Some((skip, len)))
+        Ok(Some((skip, len, request.1.body)))
     }
 }
 
