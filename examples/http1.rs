@@ -76,7 +76,7 @@ pub fn server() -> Server {
 /// each piece starting that time again: one that keeps coming, however
 /// slowly, is not cut (a floor on the rate is the application's to set).
 /// A kept-alive connection keeps its buffers between requests, and gives
-/// them back once quiet for [`RELEASE_AFTER`].
+/// them back once quiet for a second (`RELEASE_AFTER`).
 #[must_use]
 pub fn conn_config() -> ConnConfig {
     let timeouts = Timeouts::default().idle(Some(IDLE)).frame(Some(FRAME));

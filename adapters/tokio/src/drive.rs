@@ -329,6 +329,12 @@ impl Clock {
     /// hand to `handle_timeout` once it passed (the timer may wake a hair
     /// early: the deadline has come), `Pending` (the timer wakes the task)
     /// before, or for ever when there is no deadline.
+    ///
+    /// A deadline later than the one armed is left for when the timer
+    /// fires, which then arms it again: the idle deadline of a busy
+    /// connection moves at every exchange, and resetting a timer each time
+    /// (a removal from tokio's timer wheel and an insertion) would cost
+    /// every exchange; an earlier one is armed at once.
     fn poll(&mut self, due: Option<Duration>, cx: &mut Context<'_>) -> Poll<Duration> {
         let Some((due, at)) = due.and_then(|due| Some((due, self.base.checked_add(due)?))) else {
             self.sleep = None;
@@ -337,10 +343,17 @@ impl Clock {
         let sleep = self
             .sleep
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
-        if sleep.deadline() != at {
+        if sleep.deadline() > at {
             sleep.as_mut().reset(at);
         }
-        ready!(sleep.as_mut().poll(cx));
+        loop {
+            ready!(sleep.as_mut().poll(cx));
+            if sleep.deadline() >= at {
+                break;
+            }
+            // It fired for a deadline that has since moved on.
+            sleep.as_mut().reset(at);
+        }
         Poll::Ready(self.now().max(due))
     }
 }

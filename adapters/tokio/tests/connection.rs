@@ -323,3 +323,30 @@ async fn a_quiet_connection_gives_its_buffers_back_after_its_release_delay() {
     .await
     .expect("stuck");
 }
+
+/// A client busier than the idle timeout is never cut, though its
+/// deadline moves at every line (the timer armed for an earlier one
+/// fires, finds it moved on and waits again); once it goes quiet, the
+/// idle timeout ends it.
+#[tokio::test]
+async fn a_client_busier_than_the_idle_timeout_is_kept_then_cut_when_quiet() {
+    tokio::time::timeout(STUCK, async {
+        let (mut client, server) = pair().await;
+        let timeouts = Timeouts::default().idle(Some(Duration::from_millis(200)));
+        let mut conn = FrameReader::with_config(server, Lines::new(), with_timeouts(timeouts));
+        let writer = tokio::spawn(async move {
+            for i in 0..12 {
+                client.write_all(format!("{i}\n").as_bytes()).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(60)).await;
+            }
+            client
+        });
+        for i in 0..12 {
+            assert_eq!(conn.next().await.unwrap().unwrap(), i.to_string());
+        }
+        let _client = writer.await.unwrap();
+        assert_timed_out(&mut conn, Timeout::Idle).await;
+    })
+    .await
+    .expect("stuck");
+}

@@ -24,7 +24,7 @@ const MAX_HEAD: usize = u32::MAX as usize;
 /// Each item is one whole head, `\r\n\r\n` included, as a `Bytes` view of
 /// the buffer (empty lines before it are skipped). Bodies are not framed,
 /// so a head that announces one (a Transfer-Encoding, a Content-Length
-/// other than 0) is refused ([`HttpField::UnframedBody`](crate::HttpField::UnframedBody)):
+/// other than 0) is refused ([`HttpField::UnframedBody`]):
 /// its body would be taken for the next head or the switched protocol's
 /// first bytes. For requests with bodies, use
 /// [`http1::Server`](crate::http1::Server).
