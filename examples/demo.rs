@@ -204,6 +204,13 @@ fn is_http(decision: &Decision<usize>, first: &[u8]) -> bool {
 /// yet. A protocol whose first line is whole and names no `HTTP/` (an SSH
 /// banner) is not one, nor a silent client (nothing sent).
 fn may_be_request(first: &[u8]) -> bool {
+    // Empty lines before a request line are skipped (RFC 9112, section
+    // 2.2), by the sniffer and the server alike.
+    let start = first
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(first.len());
+    let first = &first[start..];
     let line_end = first.iter().position(|&b| b == b'\n');
     let line = &first[..line_end.unwrap_or(first.len())];
     let method_end = line.iter().position(|&b| b == b' ').unwrap_or(line.len());

@@ -189,7 +189,7 @@ where
                         .expect_response_to(&request);
                     request.as_bytes().clone()
                 };
-                moved.up += request.as_bytes().len() as u64;
+                moved.up += head.len() as u64;
                 let safe = matches!(request.method(), "GET" | "HEAD" | "OPTIONS")
                     && request.body() == Body::Empty
                     && !request.is_upgrade();
@@ -494,6 +494,11 @@ where
             }
             ClientEvent::Head(response) => {
                 chunked = response.body() == Body::Chunked;
+                if response.status() == 101 && !switches_to_websocket(&response) {
+                    return Err(Relay::NoAnswer(
+                        "a 101 to another protocol than WebSocket".into(),
+                    ));
+                }
                 after = if response.switches() {
                     After::Switch
                 } else if !response.keep_alive() {
@@ -559,11 +564,12 @@ where
 /// a field a `Connection` names and the head lacks changes nothing).
 fn without_upgrade(request: &Request) -> Bytes {
     let whole = request.as_bytes();
-    // The request line, as it came.
-    let line_end = whole
-        .windows(2)
-        .position(|w| w == b"\r\n")
-        .map_or(whole.len(), |at| at + 2);
+    // The request line, as it came: everything before the fields.
+    let fields = request.headers().as_bytes();
+    let line_end = (fields.as_ptr() as usize)
+        .checked_sub(whole.as_ptr() as usize)
+        .filter(|&at| at <= whole.len())
+        .unwrap_or(whole.len());
     let mut head = BytesMut::with_capacity(whole.len());
     head.extend_from_slice(&whole[..line_end]);
     for header in request.headers().iter() {
@@ -580,11 +586,29 @@ fn without_upgrade(request: &Request) -> Bytes {
     head.freeze()
 }
 
-/// Whether a request asks to switch to WebSocket.
+/// Whether a request asks to switch to WebSocket, and to nothing else:
+/// one `Upgrade` field, `websocket`, and no `HTTP2-Settings`. A second
+/// `Upgrade` field (`h2c`) would be merged with the first by a backend
+/// that reads the fields as a list.
 fn is_websocket(request: &Request) -> bool {
-    request
-        .upgrade()
+    let headers = request.headers();
+    let mut upgrades = headers.get_all("upgrade");
+    request.is_upgrade()
+        && upgrades
+            .next()
+            .is_some_and(|upgrade| upgrade.eq_ignore_ascii_case(b"websocket"))
+        && upgrades.next().is_none()
+        && headers.get("http2-settings").is_none()
+}
+
+/// Whether a backend's answer switches to WebSocket, the one protocol the
+/// proxy tunnels: a 101 to anything else is not relayed.
+fn switches_to_websocket(response: &http1::Response) -> bool {
+    let mut upgrades = response.headers().get_all("upgrade");
+    upgrades
+        .next()
         .is_some_and(|upgrade| upgrade.eq_ignore_ascii_case(b"websocket"))
+        && upgrades.next().is_none()
 }
 
 /// What moved one way of a terminated WebSocket, or made room.

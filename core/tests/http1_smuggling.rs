@@ -2035,10 +2035,22 @@ fn host_vectors() -> Vec<Vector> {
                 Ev::End,
             ],
         ),
+        bad(
+            "`a:@evil/x`, an absolute-URI without an authority: joined to `http://backend`, it names evil",
+            b"GET a:@evil.example/x HTTP/1.1\r\nHost: good.example\r\n\r\n",
+            RequestLine,
+            400,
+        ),
+        bad(
+            "`x.evil.com:80/`, the same, a host name of the client's choosing",
+            b"GET x.evil.com:80/ HTTP/1.1\r\nHost: good.example\r\n\r\n",
+            RequestLine,
+            400,
+        ),
         ok(
-            "an absolute-URI of another scheme, with no authority: the Host alone (hyper's role.rs `htt:p//`)",
-            b"GET urn:isbn:0451450523 HTTP/1.1\r\nHost: a\r\n\r\n",
-            vec![head("GET urn:isbn:0451450523 HTTP/1.1", Body::Empty), Ev::End],
+            "`//b/x`, origin-form with an empty first segment (RFC 9112 3.2.1): taken",
+            b"GET //b/x HTTP/1.1\r\nHost: a\r\n\r\n",
+            vec![head("GET //b/x HTTP/1.1", Body::Empty), Ev::End],
         ),
         bad(
             "a CONNECT target contradicting Host: RFC 9112 3.2.3",

@@ -218,3 +218,31 @@ fn without_a_release_delay_the_deadlines_are_the_timeouts_alone() {
     assert_eq!(conn.poll_event(), Ok(None), "the partial line is kept");
     assert_eq!(conn.recv_buf().peek(), b"a");
 }
+
+/// A finished connection (the peer ended, everything answered) has no
+/// timer left to release by: with a delay, `release_idle` gives its
+/// buffers back at once, as without one.
+#[test]
+fn a_finished_connection_releases_at_once_whatever_the_delay() {
+    let at = Duration::from_millis;
+    let before = live_bytes();
+    let config = ConnConfig::default().release_after(Duration::from_secs(1));
+    let mut conn = Conn::with_config(Framed::new(Lines::new()), config, Duration::ZERO);
+    conn.feed(b"last line\n", at(10)).expect("fits");
+    let line = conn.poll_event().expect("valid").expect("a line");
+    conn.push(Lines::new().encode(line).expect("encodes"))
+        .expect("room");
+    while let Some(chunk) = conn.poll_transmit_chunk() {
+        conn.handle_written(chunk.len(), at(10)).expect("offered");
+    }
+    conn.handle_eof(at(20));
+    assert_eq!(conn.poll_event(), Ok(None), "a clean end");
+    assert!(conn.is_finished());
+    assert!(live_bytes() > before);
+    conn.release_idle();
+    assert_eq!(
+        live_bytes(),
+        before,
+        "nothing held, 10 ms after the last byte"
+    );
+}

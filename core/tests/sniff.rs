@@ -357,8 +357,34 @@ fn a_host_that_could_route_a_request_elsewhere_is_refused() {
     assert_eq!(bad_host_at(absolute), Some(43));
     let connect = b"CONNECT admin.internal:443 HTTP/1.1\r\nHost: public.example:443\r\n\r\n";
     assert_eq!(bad_host_at(connect), Some(43));
+    // A target's authority that is not a host[:port]: the request line's
+    // fault, as the server reports it.
     let userinfo = b"GET http://public.example@admin.internal/ HTTP/1.1\r\n\r\n";
-    assert!(bad_host_at(userinfo).is_some());
+    assert!(matches!(
+        assert_prefix_stable(userinfo, head),
+        Sniff::Invalid(Error::InvalidInput {
+            kind: InvalidInput::Http(HttpField::RequestLine),
+            offset: 4,
+        })
+    ));
+    // A target of no form, as the server refuses it.
+    for target in [
+        "http:/admin.internal/",
+        "@admin.internal/x",
+        "a:@admin.internal/",
+    ] {
+        let request = format!("GET {target} HTTP/1.1\r\nHost: public.example\r\n\r\n");
+        assert!(
+            matches!(
+                assert_prefix_stable(request.as_bytes(), head),
+                Sniff::Invalid(Error::InvalidInput {
+                    kind: InvalidInput::Http(HttpField::RequestLine),
+                    offset: 4,
+                })
+            ),
+            "{target}"
+        );
+    }
     // Not a host[:port].
     for host in [
         "[::1",

@@ -380,21 +380,39 @@ fn an_h2c_upgrade_is_not_passed_and_the_next_request_is_routed_by_its_host() {
     let (second, _) = read_until(&mut client, Duration::from_secs(5), |g| {
         g.ends_with(b"GET /x HTTP/1.1")
     });
-    rt.shutdown_background();
     assert!(
         text(&second).ends_with("admin: GET /x HTTP/1.1"),
         "{:?}",
         text(&second)
     );
-    let seen = h2c.log();
-    assert_eq!(seen.len(), 1, "{seen:?}");
-    let head = seen[0].to_ascii_lowercase();
+    // `websocket` and `h2c` in two Upgrade fields: not a WebSocket
+    // upgrade alone, so neither is passed.
+    let mut client = connect(proxy);
+    client
+        .write_all(
+            b"GET / HTTP/1.1\r\nHost: www.test\r\nConnection: Upgrade\r\n\
+              Upgrade: websocket\r\nUpgrade: h2c\r\nSec-WebSocket-Version: 13\r\n\
+              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+        )
+        .unwrap();
+    let (third, _) = read_until(&mut client, Duration::from_secs(5), |g| g.ends_with(b"www"));
+    rt.shutdown_background();
     assert!(
-        head.starts_with("get / http/1.1\r\nhost: www.test\r\n")
-            && !head.contains("upgrade: h2c")
-            && !head.contains("http2-settings:"),
-        "the backend saw the offer: {head:?}"
+        text(&third).starts_with("HTTP/1.1 200 OK\r\n"),
+        "{:?}",
+        text(&third)
     );
+    let seen = h2c.log();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for head in seen {
+        let head = head.to_ascii_lowercase();
+        assert!(
+            head.starts_with("get / http/1.1\r\nhost: www.test\r\n")
+                && !head.contains("upgrade: h2c")
+                && !head.contains("http2-settings:"),
+            "the backend saw the offer: {head:?}"
+        );
+    }
 }
 
 /// A backend ends a keep-alive connection between responses (its idle

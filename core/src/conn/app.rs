@@ -217,12 +217,19 @@ impl<P: Protocol> Conn<P> {
     ///
     /// With [`ConnConfig::release_after`](crate::ConnConfig::release_after),
     /// only once the connection has been quiet that long (by the last
-    /// handler's `now`); before, it does nothing, and
+    /// handler's `now`), or once it is [finished](Self::is_finished) or
+    /// ended by an error; before, it does nothing, and
     /// [`handle_timeout`](Self::handle_timeout) releases when the time
     /// comes.
     pub fn release_idle(&mut self) {
         let due = self.clock.active.saturating_add(self.clock.release_after);
-        if self.clock.release_after == 0 || self.clock.now >= due {
+        // A connection that reads no more and owes no write (finished, or
+        // ended by an error) has no timer to wait for: at once.
+        if self.clock.release_after == 0
+            || self.clock.now >= due
+            || self.is_finished()
+            || self.error.is_some()
+        {
             self.release_now();
         }
     }

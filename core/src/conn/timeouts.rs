@@ -186,7 +186,11 @@ impl ConnConfig {
     /// waits less than it keeps them, and one that waits longer gives
     /// them back when the delay has passed:
     /// [`poll_timeout`](crate::Conn::poll_timeout) includes that moment,
-    /// and [`handle_timeout`](crate::Conn::handle_timeout) releases.
+    /// and [`handle_timeout`](crate::Conn::handle_timeout) releases. (A
+    /// blocking driver that arms its socket's read timeout with the
+    /// deadlines, cleave-std's, falls back to a read timeout of the
+    /// caller's own only after the release: that one may run out up to
+    /// the delay late.)
     #[must_use]
     pub fn release_after(mut self, quiet: Duration) -> Self {
         self.release_after = quiet;

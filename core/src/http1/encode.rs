@@ -210,9 +210,9 @@ fn framing_len(body: Body) -> usize {
 ///
 /// `Misuse::Unencodable` with [`HttpToken`](Unencodable::HttpToken) (a
 /// method or name not a token, a target empty or not visible ASCII, a
-/// target of none of the forms a server takes (origin-form, `*` for an
-/// OPTIONS, absolute-form `scheme://authority...`, authority-form for a
-/// CONNECT) or with a fragment, a
+/// target of none of the forms a server takes (origin-form, `*`,
+/// absolute-form `scheme://authority...`, authority-form for a
+/// CONNECT), a
 /// CONNECT target or an absolute-form target's authority that is not a
 /// `host[:port]`), [`HttpHost`](Unencodable::HttpHost) (no Host field,
 /// more than one, one that is not a `host[:port]` or that differs from

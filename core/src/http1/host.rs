@@ -9,8 +9,10 @@ pub(crate) fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let at = target.windows(3).position(|w| w == b"://")?;
+    // A scheme: a letter, then letters, digits, `+`, `-`, `.` (RFC 3986,
+    // section 3.1).
     let scheme = &target[..at];
-    if scheme.is_empty()
+    if !scheme.first().is_some_and(u8::is_ascii_alphabetic)
         || !scheme
             .iter()
             .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b))
@@ -27,35 +29,27 @@ pub(crate) fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
 
 /// Whether `target` has one of the forms a request-target may take
 /// (RFC 9112, section 3.2), for `method`: origin-form (`/` first),
-/// asterisk-form (`*` alone), absolute-form (`scheme:...`, its
-/// authority, if any, judged with the Host), or, for a CONNECT,
-/// authority-form (judged with the Host too). An `http`, `https`, `ws`,
-/// `wss`, `ftp` or `file` target must name its authority after `//`.
+/// asterisk-form (`*` alone), absolute-form as `scheme://authority...`
+/// (its authority judged with the Host), or, for a CONNECT,
+/// authority-form (judged with the Host too).
 ///
 /// What this refuses is what another parser may read with another
 /// authority: a URL parser (WHATWG's: browsers, Node, many proxies) takes
 /// `http:/evil.example/`, `http:\\evil.example/` and `http:evil.example`
 /// as naming `evil.example`, where a parser that looks for `scheme://`
-/// finds no authority and checks the Host alone; and `@evil.example/x`,
-/// of no form, joined to a backend's `http://backend` names `evil`.
+/// finds no authority and checks the Host alone; and a target of no form
+/// (`@evil.example/x`) or an absolute-URI without an authority
+/// (`a:@evil.example/x`), joined to a backend's `http://backend`, names
+/// `evil.example` too. An origin-form target that starts with `//` is
+/// valid (empty path segments) and taken: resolved against a base URL as
+/// a relative reference, it names an authority of its own; an
+/// application that resolves targets that way must refuse it.
 pub(crate) fn is_target_form(method: &[u8], target: &[u8]) -> bool {
     match target {
-        [b'/', ..] | b"*" => return true,
-        _ if method == b"CONNECT" => return true,
-        _ => {}
+        [b'/', ..] | b"*" => true,
+        _ if method == b"CONNECT" => true,
+        _ => absolute_authority(target).is_some(),
     }
-    let Some(colon) = target.iter().position(|&b| b == b':') else {
-        return false;
-    };
-    let (scheme, rest) = (&target[..colon], &target[colon + 1..]);
-    let is_scheme = scheme.first().is_some_and(u8::is_ascii_alphabetic)
-        && scheme
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b));
-    let special = ["http", "https", "ws", "wss", "ftp", "file"]
-        .iter()
-        .any(|name| scheme.eq_ignore_ascii_case(name.as_bytes()));
-    is_scheme && (!special || rest.starts_with(b"//"))
 }
 
 /// The bytes a reg-name (or IPv4 address) may hold besides `%`

@@ -5,6 +5,7 @@ use alloc::string::String;
 
 use bytes::Bytes;
 
+use crate::error::HttpField;
 use crate::http1::host::{absolute_authority, is_host, is_target_authority, is_target_form};
 
 /// What a request head says: one copy of the head, and where each part
@@ -108,11 +109,11 @@ impl RequestHead {
     }
 }
 
-/// The head's facts, or where its Host goes wrong.
+/// The head's facts, or what goes wrong with its target or Host, and where.
 pub(super) fn head_of(
     request: &httparse::Request<'_, '_>,
     head: &[u8],
-) -> Result<RequestHead, usize> {
+) -> Result<RequestHead, (HttpField, usize)> {
     // Where a slice httparse handed out sits in the head.
     let span = |part: &[u8]| Span {
         at: part.as_ptr() as usize - head.as_ptr() as usize,
@@ -129,7 +130,7 @@ pub(super) fn head_of(
         match name.len() {
             4 if name.eq_ignore_ascii_case(b"host") => {
                 if host.is_some() {
-                    return Err(span(value).at); // servers disagree on which counts
+                    return Err((HttpField::Host, span(value).at)); // servers disagree on which counts
                 }
                 host = Some(value);
             }
@@ -152,13 +153,13 @@ pub(super) fn head_of(
     // The target's form, as a server judges it (a target another parser
     // may read with another authority is refused there).
     if !is_target_form(method.as_bytes(), path.as_bytes()) {
-        return Err(span(path.as_bytes()).at);
+        return Err((HttpField::RequestLine, span(path.as_bytes()).at));
     }
     // The Host: a host[:port], and the target's authority when the target
     // names one.
     if let Some(value) = host {
         if !is_host(value) {
-            return Err(span(value).at);
+            return Err((HttpField::Host, span(value).at));
         }
     }
     let authority = if method == "CONNECT" {
@@ -168,10 +169,10 @@ pub(super) fn head_of(
     };
     let host = match (host, authority) {
         (_, Some(authority)) if !is_target_authority(authority, method == "CONNECT") => {
-            return Err(span(authority).at)
+            return Err((HttpField::RequestLine, span(path.as_bytes()).at))
         }
         (Some(host), Some(authority)) if !host.eq_ignore_ascii_case(authority) => {
-            return Err(span(host).at)
+            return Err((HttpField::Host, span(host).at))
         }
         (Some(host), _) => Some(host),
         (None, authority) => authority,

@@ -5,7 +5,7 @@ use core::mem::MaybeUninit;
 
 use bytes::Bytes;
 
-use crate::error::{Error, HttpField, InvalidInput, Limit};
+use crate::error::{Error, InvalidInput, Limit};
 
 use crate::http1::chars::{NEVER_IN_HEAD, TOKEN};
 use crate::sniff::Sniff;
@@ -325,8 +325,8 @@ impl Sniffer {
         match request.parse_with_uninit_headers(head, &mut headers[..max_headers]) {
             Ok(httparse::Status::Complete(len)) => match head_of(&request, &head[..len]) {
                 Ok(facts) => Sniff::Match { facts, len },
-                Err(at) => Sniff::Invalid(Error::InvalidInput {
-                    kind: InvalidInput::Http(HttpField::Host),
+                Err((field, at)) => Sniff::Invalid(Error::InvalidInput {
+                    kind: InvalidInput::Http(field),
                     offset: at as u64,
                 }),
             },
