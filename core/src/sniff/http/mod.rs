@@ -35,10 +35,14 @@ pub const MAX_HEADERS: usize = 128;
 /// protocol that happens to start with letters, such as `SSH-2.0-...` or
 /// `PROXY ...`, or a malformed request); `Invalid` with
 /// [`Limit::SniffBudget`] when the head is longer than `max_len` or has
-/// more headers than `max_headers`, and with [`HttpField::Host`] when the
-/// Host is sent twice, is not a `host[:port]`, or differs from the
-/// authority of an absolute-form or CONNECT target (routing on it could
-/// send the request to one backend while the target names another).
+/// more headers than `max_headers`, with
+/// [`HttpField::Host`](crate::HttpField::Host) when the Host is sent
+/// twice, is not a `host[:port]`, or differs from the authority of an
+/// absolute-form or CONNECT target (routing on it could send the request
+/// to one backend while the target names another), and with
+/// [`HttpField::RequestLine`](crate::HttpField::RequestLine) when the
+/// target has no request-target form or names a malformed authority, as
+/// a server refuses it.
 ///
 /// Empty lines before the request line are skipped (and counted in
 /// `max_len`), as a server skips them (RFC 9112, section 2.2), and the
