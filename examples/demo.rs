@@ -178,7 +178,7 @@ fn router_config() -> Result<RouterConfig, BoxError> {
 /// Host rule. A TLS record (0x16) that was refused is not HTTP.
 ///
 /// So does a fallback that got what may be a request the sniffer did not
-/// take ([`may_be_request`]): a head httparse refuses (`HTTP/1.2`, two
+/// take ([`http_proxy::may_start_request`]): a head httparse refuses (`HTTP/1.2`, two
 /// spaces, HTTP/2's preface), or one begun but not finished when the
 /// inspect delay ran out (a client silent for most of it). Tunnelled raw,
 /// such a connection would take every later request to the fallback.
@@ -194,35 +194,8 @@ fn is_http(decision: &Decision<usize>, first: &[u8]) -> bool {
             limit: Limit::SniffBudget,
             ..
         }) => first.first() != Some(&0x16),
-        _ => decision.rule.is_none() && may_be_request(first),
+        _ => decision.rule.is_none() && http_proxy::may_start_request(first),
     }
-}
-
-/// Whether `first`, what a connection sent before it was routed, may
-/// start an HTTP request: a method (a token), then a space and a line not
-/// ended yet or one that names an `HTTP/` version; or a method not ended
-/// yet. A protocol whose first line is whole and names no `HTTP/` (an SSH
-/// banner) is not one, nor a silent client (nothing sent).
-fn may_be_request(first: &[u8]) -> bool {
-    // Empty lines before a request line are skipped (RFC 9112, section
-    // 2.2), by the sniffer and the server alike.
-    let start = first
-        .iter()
-        .position(|&b| b != b'\r' && b != b'\n')
-        .unwrap_or(first.len());
-    let first = &first[start..];
-    let line_end = first.iter().position(|&b| b == b'\n');
-    let line = &first[..line_end.unwrap_or(first.len())];
-    let method_end = line.iter().position(|&b| b == b' ').unwrap_or(line.len());
-    let method = &line[..method_end];
-    let token = |b: &u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b);
-    if method.is_empty() || !method.iter().all(token) {
-        return false;
-    }
-    if method_end == line.len() {
-        return line_end.is_none();
-    }
-    line_end.is_none() || line.windows(6).any(|w| w == b" HTTP/")
 }
 
 /// The proxy's shared state: the router (its targets index `backends`).

@@ -548,6 +548,50 @@ fn client_keeps_alive<S: Protocol>(conn: &Conn<S>) -> bool {
     !conn.is_read_done()
 }
 
+/// Whether `first`, what a connection sent before it was routed, may
+/// start an HTTP request: after any empty lines, a method (a token), then
+/// a space and a line not ended yet or one that names an `HTTP/` version;
+/// or a method not ended yet. A protocol whose first line is whole and
+/// names no `HTTP/` (an SSH banner, a PROXY v1 line) is not one, nor a
+/// TLS record, nor a silent client (nothing sent).
+///
+/// For a router's fallback: bytes that may be a request the sniffer did
+/// not take (a head httparse refuses, or one unfinished when the inspect
+/// delay ran out) belong to the per-request proxy, which answers them,
+/// not to a raw tunnel that would carry every later request too.
+///
+/// ```
+/// use cleave_examples::http_proxy::may_start_request;
+///
+/// assert!(may_start_request(b"GET /admin HTTP/1.2\r\nHost: a\r\n\r\n"));
+/// assert!(may_start_request(b"\r\nGET /adm")); // unfinished, after an empty line
+/// assert!(may_start_request(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
+/// assert!(!may_start_request(b"SSH-2.0-OpenSSH_9.6 Debian\r\n"));
+/// assert!(!may_start_request(b"\x16\x03\x01\x02\x00"));
+/// assert!(!may_start_request(b""));
+/// ```
+pub fn may_start_request(first: &[u8]) -> bool {
+    // Empty lines before a request line are skipped (RFC 9112, section
+    // 2.2), by the sniffer and the server alike.
+    let start = first
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(first.len());
+    let first = &first[start..];
+    let line_end = first.iter().position(|&b| b == b'\n');
+    let line = &first[..line_end.unwrap_or(first.len())];
+    let method_end = line.iter().position(|&b| b == b' ').unwrap_or(line.len());
+    let method = &line[..method_end];
+    let token = |b: &u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b);
+    if method.is_empty() || !method.iter().all(token) {
+        return false;
+    }
+    if method_end == line.len() {
+        return line_end.is_none();
+    }
+    line_end.is_none() || line.windows(6).any(|w| w == b" HTTP/")
+}
+
 /// The routed connection for a client the router saw as HTTP.
 pub fn routed<S>(
     client: Connection<S, impl Protocol>,
@@ -759,4 +803,43 @@ where
     ws.close().await?;
     lines.close().await?;
     Ok(moved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_start_request;
+
+    #[test]
+    fn what_may_start_a_request() {
+        for may in [
+            &b"G"[..],
+            b"GET",
+            b"GET ",
+            b"GET /a",
+            b"GET  /a HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"GET /a HTTP/1.2\r\n",
+            b"M-SEARCH * HTTP/1.1\r\n",
+            b"\r\n\r\nGET / HTTP/1.1\r\n",
+            b"\nGET",
+        ] {
+            assert!(may_start_request(may), "{:?}", String::from_utf8_lossy(may));
+        }
+        for not in [
+            &b""[..],
+            b"\r\n",
+            b" GET / HTTP/1.1\r\n",
+            b"SSH-2.0-OpenSSH_9.6\r\n",
+            b"PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r\n",
+            b"HELLO\r\n",
+            b"\x16\x03\x01",
+            b"\r\n\r\n\x00\r\nQUIT\n",
+            b"GE\x00T / HTTP/1.1",
+        ] {
+            assert!(
+                !may_start_request(not),
+                "{:?}",
+                String::from_utf8_lossy(not)
+            );
+        }
+    }
 }
