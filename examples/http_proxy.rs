@@ -635,20 +635,20 @@ fn without_upgrade(request: &Request) -> Bytes {
 /// `Upgrade` field (`h2c`) would be merged with the first by a backend
 /// that reads the fields as a list.
 fn is_websocket(request: &Request) -> bool {
-    let headers = request.headers();
-    let mut upgrades = headers.get_all("upgrade");
     request.is_upgrade()
-        && upgrades
-            .next()
-            .is_some_and(|upgrade| upgrade.eq_ignore_ascii_case(b"websocket"))
-        && upgrades.next().is_none()
-        && headers.get("http2-settings").is_none()
+        && upgrades_to_websocket_alone(request.headers())
+        && request.headers().get("http2-settings").is_none()
 }
 
 /// Whether a backend's answer switches to WebSocket, the one protocol the
 /// proxy tunnels: a 101 to anything else is not relayed.
 fn switches_to_websocket(response: &http1::Response) -> bool {
-    let mut upgrades = response.headers().get_all("upgrade");
+    upgrades_to_websocket_alone(response.headers())
+}
+
+/// One `Upgrade` field, and it is `websocket`.
+fn upgrades_to_websocket_alone(headers: &Headers) -> bool {
+    let mut upgrades = headers.get_all("upgrade");
     upgrades
         .next()
         .is_some_and(|upgrade| upgrade.eq_ignore_ascii_case(b"websocket"))
