@@ -68,6 +68,7 @@
 
 mod body;
 pub(crate) mod chars;
+mod chunk_lines;
 mod client;
 mod config;
 mod encode;
