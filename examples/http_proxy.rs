@@ -23,6 +23,7 @@ use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
 use std::task::Poll;
+use std::time::Duration;
 
 use cleave_proto::http1::{
     self, Body, Client, ClientEvent, Headers, PerRequest, Request, Routed, RoutedEvent,
@@ -106,238 +107,296 @@ where
 ///
 /// As [`serve`].
 pub async fn serve_with<S>(
-    mut client: Connection<S, Routed<usize>>,
+    client: Connection<S, Routed<usize>>,
     backends: &[Option<SocketAddr>],
     terminate_ws: &[usize],
 ) -> Result<Moved, BoxError>
 where
     S: AsyncRead + AsyncWrite + Reset + Unpin,
 {
-    let mut open: Vec<Option<Connection<TcpStream, Client>>> =
-        backends.iter().map(|_| None).collect();
-    let mut moved = Moved::default();
-    // The request being forwarded.
-    let mut current: Option<Forward> = None;
-    let idle = client.conn().timeouts().get_idle();
-    let mut trailers = None;
-    // A client event read while waiting for a backend's answer to
-    // `Expect: 100-continue`.
-    let mut early = None;
-    loop {
-        let event = match early.take() {
-            Some(event) => event,
-            None => match client.next().await {
-                Some(event) => event,
-                None => break,
-            },
-        };
-        let event = match event {
-            Ok(event) => event,
-            Err(ConnError::Protocol(e)) => {
-                if let Some(status) = http1::status_for(&e) {
-                    let head = http1::response(
-                        status,
-                        "Bad Request",
-                        &[("Connection", b"close")],
-                        Body::Empty,
-                    )?;
-                    client.send(head).await?;
-                    client.close().await?;
-                }
-                return Err(e.into());
-            }
-            Err(e) => return Err(e.into()),
-        };
-        match event {
+    let mut proxy = Proxy::new(client, backends);
+    while let Some(event) = proxy.next_event().await? {
+        let step = match event {
             RoutedEvent::Head {
                 request, target, ..
             } => {
                 if is_websocket(&request) && terminate_ws.contains(&target) {
                     let addr = backends.get(target).copied().flatten();
-                    return terminate(client, request, addr, moved).await;
+                    return terminate(proxy.client, request, addr, proxy.moved).await;
                 }
-                let reused = open.get(target).is_some_and(Option::is_some);
-                // No address, or none that takes a connection: 502.
-                let connected = connect_backend(&mut open, backends, target, idle).await;
-                let Some(backend) = connected.ok().flatten() else {
-                    let head = http1::response(
-                        502,
-                        "Bad Gateway",
-                        &[("Connection", b"close")],
-                        Body::Empty,
-                    )?;
-                    client.send(head).await?;
-                    client.close().await?;
-                    return Ok(moved);
-                };
-                // Only a WebSocket upgrade is passed: after another (an
-                // `h2c`), the tunnel would carry requests for any
-                // authority to this backend. Its offer is taken out, and
-                // the backend's answer is an ordinary one.
-                let head = if request.is_upgrade() && !is_websocket(&request) {
-                    let asked = backend.conn_mut().protocol_mut();
-                    if request.keep_alive() {
-                        asked.expect_response(request.method());
-                    } else {
-                        asked.expect_last_response(request.method());
-                    }
-                    without_upgrade(&request)
-                } else {
-                    backend
-                        .conn_mut()
-                        .protocol_mut()
-                        .expect_response_to(&request);
-                    request.as_bytes().clone()
-                };
-                moved.up += head.len() as u64;
-                let safe = matches!(request.method(), "GET" | "HEAD" | "OPTIONS")
-                    && request.body() == Body::Empty
-                    && !request.is_upgrade();
-                // A kept connection the backend closed may refuse the
-                // head: the answer (none) decides below.
-                let sent = backend.send(head.clone()).await;
-                current = Some(Forward {
-                    target,
-                    chunked: request.body() == Body::Chunked,
-                    head,
-                    request: request.clone(),
-                    again: reused && safe,
-                    failed: sent.is_err(),
-                });
-                moved.requests += 1;
-                if request.expects_continue() {
-                    // RFC 9110, section 10.1.1: the head goes on at once
-                    // (the client may wait for a 100 before its body),
-                    // and the backend's answer comes back as it comes.
-                    backend.flush().await?;
-                    tokio::select! {
-                        event = client.next() => early = event,
-                        event = backend.next() => match event {
-                            Some(Ok(ClientEvent::Interim(response))) => {
-                                moved.down += response.as_bytes().len() as u64;
-                                client.send(response.into_bytes()).await?;
-                                client.flush().await?;
-                            }
-                            // A final answer before the body: relayed,
-                            // then the client's connection closes (its
-                            // body, if it comes, is not read).
-                            Some(Ok(first)) => {
-                                relay_response(backend, &mut client, &mut moved, Some(first))
-                                    .await
-                                    .map_err(Relay::into_error)?;
-                                client.close().await?;
-                                return Ok(moved);
-                            }
-                            Some(Err(e)) => return Err(e.into()),
-                            None => return Err("the backend closed before its response".into()),
-                        },
-                    }
-                }
+                proxy.forward_head(request, target).await?
             }
-            RoutedEvent::Data(data) => {
-                let f = current.as_mut().ok_or("body outside a request")?;
-                let backend = open[f.target].as_mut().ok_or("no backend")?;
-                moved.up += data.len() as u64;
-                // After a failed send the body is not sent: the client is
-                // answered 502 at the request's end.
-                if !f.failed && backend.send(body_piece(data, f.chunked)?).await.is_err() {
-                    f.failed = true;
-                }
+            RoutedEvent::Data(data) => proxy.forward_data(data).await?,
+            RoutedEvent::Trailers(t) => {
+                proxy.trailers = Some(t);
+                Then::Next
             }
-            RoutedEvent::Trailers(t) => trailers = Some(t),
-            RoutedEvent::End => {
-                let f = current.take().ok_or("end outside a request")?;
-                let target = f.target;
-                let backend = open[target].as_mut().ok_or("no backend")?;
-                let mut sent = if f.failed {
-                    Err(ConnError::Io(io::ErrorKind::BrokenPipe.into()))
-                } else if f.chunked {
-                    backend
-                        .send(last_chunk(trailers.take().as_ref())?)
-                        .await
-                        .map(drop)
-                } else {
-                    Ok(())
-                };
-                if sent.is_ok() {
-                    sent = backend.flush().await;
-                }
-                let mut relayed = match sent {
-                    Ok(()) => relay_response(backend, &mut client, &mut moved, None).await,
-                    Err(e) => Err(Relay::NoAnswer(e.into())),
-                };
-                if f.again && matches!(relayed, Err(Relay::NoAnswer(_))) {
-                    // The kept connection was closed: once more, on a new one.
-                    open[target] = None;
-                    relayed = match connect_backend(&mut open, backends, target, idle).await {
-                        Ok(Some(fresh)) => f.send_again(fresh, &mut client, &mut moved).await,
-                        Ok(None) => Err(Relay::NoAnswer("no backend".into())),
-                        Err(e) => Err(Relay::NoAnswer(e.into())),
-                    };
-                }
-                let relayed = match relayed {
-                    Ok(after) => after,
-                    Err(Relay::NoAnswer(e)) => {
-                        // Nothing of a response reached the client: it
-                        // gets one, and the connection closes.
-                        open[target] = None;
-                        let status = if is_timeout(&e) { 504 } else { 502 };
-                        let head = http1::response(
-                            status,
-                            if status == 504 {
-                                "Gateway Timeout"
-                            } else {
-                                "Bad Gateway"
-                            },
-                            &[("Connection", b"close")],
-                            Body::Empty,
-                        )?;
-                        client.send(head).await?;
-                        client.close().await?;
-                        return Ok(moved);
-                    }
-                    Err(Relay::Cut(e)) => return Err(e),
-                };
-                match relayed {
-                    After::KeepAlive => {}
-                    After::ClientCloses => {
-                        client.close().await?;
-                        return Ok(moved);
-                    }
-                    After::Switch => {
-                        let backend = open[target].take().ok_or("no backend")?;
-                        let (mut backend_io, backend_conn) = backend.into_parts();
-                        let (mut client_io, client_conn) = client.into_parts();
-                        // Bytes either side already read past the heads go
-                        // first: the backend's to the client, the client's
-                        // to the backend.
-                        let early = client_conn.recv_buf().peek().to_vec();
-                        let late = backend_conn.recv_buf().peek().to_vec();
-                        if !late.is_empty() {
-                            tokio::io::AsyncWriteExt::write_all(&mut client_io, &late).await?;
-                        }
-                        let (up, down) =
-                            tunnel(&mut client_io, &mut backend_io, Bytes::from(early)).await?;
-                        moved.up += up;
-                        moved.down += down + late.len() as u64;
-                        return Ok(moved);
-                    }
-                }
-            }
+            RoutedEvent::End => proxy.finish_request().await?,
             RoutedEvent::Misdirected { .. } => {
-                let head = http1::response(
-                    421,
-                    "Misdirected Request",
-                    &[("Connection", b"close")],
-                    Body::Empty,
-                )?;
-                client.send(head).await?;
-                client.close().await?;
-                return Ok(moved);
+                proxy.refuse(421).await?;
+                Then::Done
             }
+        };
+        match step {
+            Then::Next => {}
+            Then::Done => return Ok(proxy.moved),
+            Then::Switch(target) => return proxy.tunnel(target).await,
         }
     }
-    Ok(moved)
+    Ok(proxy.moved)
+}
+
+/// One client connection's proxying: the client, the connections to its
+/// backends, the request being forwarded.
+struct Proxy<'b, S> {
+    client: Connection<S, Routed<usize>>,
+    backends: &'b [Option<SocketAddr>],
+    /// The open connection to each backend, kept between requests.
+    open: Vec<Option<Connection<TcpStream, Client>>>,
+    moved: Moved,
+    /// The client's idle timeout, which the backend connections get too.
+    idle: Option<Duration>,
+    /// The request being forwarded.
+    current: Option<Forward>,
+    /// The trailers of the current request's chunked body.
+    trailers: Option<Headers>,
+    /// A client event read while waiting for a backend's answer to
+    /// `Expect: 100-continue`.
+    early: Option<Option<Result<RoutedEvent<usize>, ConnError>>>,
+}
+
+/// What the proxy does after an event.
+enum Then {
+    /// Reads the client's next event.
+    Next,
+    /// Ends: the client was answered and its connection closed (or it
+    /// closes on its own).
+    Done,
+    /// Tunnels the client to this target's backend (a 101, a 2xx to
+    /// CONNECT).
+    Switch(usize),
+}
+
+impl<'b, S> Proxy<'b, S>
+where
+    S: AsyncRead + AsyncWrite + Reset + Unpin,
+{
+    fn new(client: Connection<S, Routed<usize>>, backends: &'b [Option<SocketAddr>]) -> Self {
+        let idle = client.conn().timeouts().get_idle();
+        Self {
+            client,
+            backends,
+            open: backends.iter().map(|_| None).collect(),
+            moved: Moved::default(),
+            idle,
+            current: None,
+            trailers: None,
+            early: None,
+        }
+    }
+
+    /// The client's next event; `None` once it ended. A request the codec
+    /// refused is answered with its status (and the connection closed)
+    /// before its error is returned.
+    async fn next_event(&mut self) -> Result<Option<RoutedEvent<usize>>, BoxError> {
+        let next = match self.early.take() {
+            Some(early) => early,
+            None => self.client.next().await,
+        };
+        match next {
+            None => Ok(None),
+            Some(Ok(event)) => Ok(Some(event)),
+            Some(Err(ConnError::Protocol(e))) => {
+                if let Some(status) = http1::status_for(&e) {
+                    self.refuse(status).await?;
+                }
+                Err(e.into())
+            }
+            Some(Err(e)) => Err(e.into()),
+        }
+    }
+
+    /// Answers the client with `status` and no body, and closes its
+    /// connection.
+    async fn refuse(&mut self, status: u16) -> Result<(), BoxError> {
+        let reason = match status {
+            421 => "Misdirected Request",
+            502 => "Bad Gateway",
+            504 => "Gateway Timeout",
+            _ => crate::http1::reason(status),
+        };
+        let close: [(&str, &[u8]); 1] = [("Connection", b"close")];
+        let head = http1::response(status, reason, &close, Body::Empty)?;
+        self.client.send(head).await?;
+        self.client.close().await?;
+        Ok(())
+    }
+
+    /// Sends a request's head to `target`'s backend (502 to the client if
+    /// there is none to reach); with `Expect: 100-continue`, relays the
+    /// backend's interim answer, or its final one (then the client's
+    /// connection closes).
+    async fn forward_head(&mut self, request: Request, target: usize) -> Result<Then, BoxError> {
+        let reused = self.open.get(target).is_some_and(Option::is_some);
+        // No address, or none that takes a connection: 502.
+        let connected = connect_backend(&mut self.open, self.backends, target, self.idle).await;
+        let Some(backend) = connected.ok().flatten() else {
+            self.refuse(502).await?;
+            return Ok(Then::Done);
+        };
+        // Only a WebSocket upgrade is passed: after another (an `h2c`),
+        // the tunnel would carry requests for any authority to this
+        // backend. Its offer is taken out, and the backend's answer is an
+        // ordinary one.
+        let head = if request.is_upgrade() && !is_websocket(&request) {
+            let asked = backend.conn_mut().protocol_mut();
+            if request.keep_alive() {
+                asked.expect_response(request.method());
+            } else {
+                asked.expect_last_response(request.method());
+            }
+            without_upgrade(&request)
+        } else {
+            backend
+                .conn_mut()
+                .protocol_mut()
+                .expect_response_to(&request);
+            request.as_bytes().clone()
+        };
+        self.moved.up += head.len() as u64;
+        let safe = matches!(request.method(), "GET" | "HEAD" | "OPTIONS")
+            && request.body() == Body::Empty
+            && !request.is_upgrade();
+        // A kept connection the backend closed may refuse the head: the
+        // answer (none) decides at the request's end.
+        let sent = backend.send(head.clone()).await;
+        let expects_continue = request.expects_continue();
+        self.current = Some(Forward {
+            target,
+            chunked: request.body() == Body::Chunked,
+            head,
+            request,
+            again: reused && safe,
+            failed: sent.is_err(),
+        });
+        self.moved.requests += 1;
+        if !expects_continue {
+            return Ok(Then::Next);
+        }
+        // RFC 9110, section 10.1.1: the head goes on at once (the client
+        // may wait for a 100 before its body), and the backend's answer
+        // comes back as it comes.
+        backend.flush().await?;
+        tokio::select! {
+            event = self.client.next() => self.early = Some(event),
+            event = backend.next() => match event {
+                Some(Ok(ClientEvent::Interim(response))) => {
+                    self.moved.down += response.as_bytes().len() as u64;
+                    self.client.send(response.into_bytes()).await?;
+                    self.client.flush().await?;
+                }
+                // A final answer before the body: relayed, then the
+                // client's connection closes (its body, if it comes, is
+                // not read).
+                Some(Ok(first)) => {
+                    relay_response(backend, &mut self.client, &mut self.moved, Some(first))
+                        .await
+                        .map_err(Relay::into_error)?;
+                    self.client.close().await?;
+                    return Ok(Then::Done);
+                }
+                Some(Err(e)) => return Err(e.into()),
+                None => return Err("the backend closed before its response".into()),
+            },
+        }
+        Ok(Then::Next)
+    }
+
+    /// A piece of the current request's body, to its backend (re-chunked
+    /// if chunked). After a failed send the body is not sent: the client
+    /// is answered 502 at the request's end.
+    async fn forward_data(&mut self, data: Bytes) -> Result<Then, BoxError> {
+        let f = self.current.as_mut().ok_or("body outside a request")?;
+        let backend = self.open[f.target].as_mut().ok_or("no backend")?;
+        self.moved.up += data.len() as u64;
+        if !f.failed && backend.send(body_piece(data, f.chunked)?).await.is_err() {
+            f.failed = true;
+        }
+        Ok(Then::Next)
+    }
+
+    /// The current request's end: its last chunk (and trailers) to the
+    /// backend, then the backend's answer relayed to the client. A safe
+    /// request whose kept connection turned out closed goes once more on
+    /// a new one; a backend that answered nothing gets the client a 502
+    /// (a 504 if it timed out).
+    async fn finish_request(&mut self) -> Result<Then, BoxError> {
+        let f = self.current.take().ok_or("end outside a request")?;
+        let target = f.target;
+        let backend = self.open[target].as_mut().ok_or("no backend")?;
+        let mut sent = if f.failed {
+            Err(ConnError::Io(io::ErrorKind::BrokenPipe.into()))
+        } else if f.chunked {
+            backend
+                .send(last_chunk(self.trailers.take().as_ref())?)
+                .await
+                .map(drop)
+        } else {
+            Ok(())
+        };
+        if sent.is_ok() {
+            sent = backend.flush().await;
+        }
+        let mut relayed = match sent {
+            Ok(()) => relay_response(backend, &mut self.client, &mut self.moved, None).await,
+            Err(e) => Err(Relay::NoAnswer(e.into())),
+        };
+        if f.again && matches!(relayed, Err(Relay::NoAnswer(_))) {
+            // The kept connection was closed: once more, on a new one.
+            self.open[target] = None;
+            relayed = match connect_backend(&mut self.open, self.backends, target, self.idle).await
+            {
+                Ok(Some(fresh)) => f.send_again(fresh, &mut self.client, &mut self.moved).await,
+                Ok(None) => Err(Relay::NoAnswer("no backend".into())),
+                Err(e) => Err(Relay::NoAnswer(e.into())),
+            };
+        }
+        match relayed {
+            Ok(After::KeepAlive) => Ok(Then::Next),
+            Ok(After::ClientCloses) => {
+                self.client.close().await?;
+                Ok(Then::Done)
+            }
+            Ok(After::Switch) => Ok(Then::Switch(target)),
+            Err(Relay::NoAnswer(e)) => {
+                // Nothing of a response reached the client: it gets one,
+                // and the connection closes.
+                self.open[target] = None;
+                self.refuse(if is_timeout(&e) { 504 } else { 502 }).await?;
+                Ok(Then::Done)
+            }
+            Err(Relay::Cut(e)) => Err(e),
+        }
+    }
+
+    /// After a protocol switch: the client and `target`'s backend
+    /// tunnelled until either ends.
+    async fn tunnel(mut self, target: usize) -> Result<Moved, BoxError> {
+        let backend = self.open[target].take().ok_or("no backend")?;
+        let (mut backend_io, backend_conn) = backend.into_parts();
+        let (mut client_io, client_conn) = self.client.into_parts();
+        // Bytes either side already read past the heads go first: the
+        // backend's to the client, the client's to the backend.
+        let early = client_conn.recv_buf().peek().to_vec();
+        let late = backend_conn.recv_buf().peek().to_vec();
+        if !late.is_empty() {
+            tokio::io::AsyncWriteExt::write_all(&mut client_io, &late).await?;
+        }
+        let (up, down) = tunnel(&mut client_io, &mut backend_io, Bytes::from(early)).await?;
+        self.moved.up += up;
+        self.moved.down += down + late.len() as u64;
+        Ok(self.moved)
+    }
 }
 
 /// A request on its way to a backend.
@@ -412,7 +471,7 @@ async fn connect_backend<'a>(
     open: &'a mut [Option<Connection<TcpStream, Client>>],
     backends: &[Option<SocketAddr>],
     target: usize,
-    idle: Option<std::time::Duration>,
+    idle: Option<Duration>,
 ) -> io::Result<Option<&'a mut Connection<TcpStream, Client>>> {
     let Some(addr) = backends.get(target).copied().flatten() else {
         return Ok(None);

@@ -716,7 +716,8 @@ fn demo_first_request_with_many_headers_goes_to_its_hosts_backend() {
     client.write_all(request.as_bytes()).unwrap();
     let (got, _) = read_for(&mut client, Duration::from_secs(2));
     assert!(
-        text(&got).starts_with("HTTP/1.1 431") && fallback.log().is_empty(),
+        text(&got).starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n")
+            && fallback.log().is_empty(),
         "a 9 KiB field line got {:?}; the fallback served {:?}",
         text(&got),
         fallback.log()
@@ -741,7 +742,7 @@ fn a_backend_that_refuses_the_connection_is_a_502() {
     let (got, closed) = read_for(&mut client, Duration::from_secs(3));
     rt.shutdown_background();
     assert!(
-        text(&got).starts_with("HTTP/1.1 502") && closed,
+        text(&got).starts_with("HTTP/1.1 502 Bad Gateway\r\n") && closed,
         "got {:?} (closed: {closed})",
         text(&got)
     );
