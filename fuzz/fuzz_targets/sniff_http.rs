@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
     );
     if let Sniff::Match { len, .. } = answer {
         assert!(
-            len <= data.len() && len <= budget.max(data.len()),
+            len <= data.len() && len <= budget,
             "{} of {} bytes, budget {}",
             len,
             data.len(),
