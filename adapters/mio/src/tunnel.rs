@@ -149,10 +149,13 @@ where
         self
     }
 
-    /// The most bytes each direction moves in one call of
+    /// The bytes after which a direction stops moving in one call of
     /// [`on_event`](Self::on_event) or [`on_ready`](Self::on_ready), so
     /// that a busy tunnel does not starve the loop's other connections;
-    /// when it is spent, the call returns `true`. Default:
+    /// when it is spent, the call returns `true`. A write under way when
+    /// the budget runs out is finished, not split: a direction moves less
+    /// than `bytes` plus one write (a pipe's contents, 64 KiB at the
+    /// kernel's default size, or a copy buffer's 16 KiB). Default:
     /// [`DEFAULT_TUNNEL_BUDGET`]; at least 1.
     pub fn set_budget(&mut self, bytes: usize) {
         self.budget = bytes.max(1);
