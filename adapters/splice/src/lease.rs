@@ -46,6 +46,16 @@ impl Lease {
         self.len == 0
     }
 
+    /// The pipe's size as the kernel reports it (`F_GETPIPE_SZ`): 64 KiB
+    /// by default, or what [`PipesConfig::size`](crate::PipesConfig::size)
+    /// asked for, rounded up to a power of two pages. It counts buffer
+    /// slots of a page each: a fill from a socket whose buffers hold more
+    /// than a page each may move more bytes than this.
+    #[must_use]
+    pub fn pipe_size(&self) -> usize {
+        self.pipe.as_ref().map_or(0, sys::Pipe::size)
+    }
+
     #[cfg(unix)]
     fn pipe(&self) -> &sys::Pipe {
         self.pipe

@@ -90,18 +90,26 @@ fn a_descriptor_splice_cannot_read_is_unsupported() {
 
 #[test]
 fn a_pipe_can_be_sized() {
+    let default = Pipes::default().lease().expect("a pipe");
+    assert_eq!(default.pipe_size(), 64 * 1024, "the kernel's default");
     let pipes = Pipes::new(PipesConfig::default().size(Some(256 * 1024)));
     let lease = pipes.lease().expect("within pipe-max-size");
-    assert_eq!(pipes.config().get_size(), Some(256 * 1024));
-    drop(lease);
-    // Above what an unprivileged process may ask for, a pool refuses
-    // the pipe rather than hand out one of another size; as root, the
-    // kernel grants it.
+    assert_eq!(lease.pipe_size(), 256 * 1024);
+    // Sizes round up to a power of two pages.
+    let odd = Pipes::new(PipesConfig::default().size(Some(100 * 1024)));
+    assert_eq!(odd.lease().expect("a pipe").pipe_size(), 128 * 1024);
+    // Above what an unprivileged process may ask for, a pool refuses the
+    // pipe rather than hand out one of another size; root may be granted
+    // it.
     let huge = Pipes::new(PipesConfig::default().size(Some(1 << 30)));
-    if let Some(lease) = huge.lease() {
-        drop(lease);
+    let lease = huge.lease();
+    match &lease {
+        Some(lease) => assert_eq!(lease.pipe_size(), 1 << 30),
+        None => assert_eq!(huge.open(), 0, "a refused pipe is closed"),
     }
-    assert_eq!(huge.idle(), huge.open());
+    if !rustix::process::geteuid().is_root() {
+        assert!(lease.is_none(), "a 1 GiB pipe for an unprivileged process");
+    }
 }
 
 /// A loopback TCP connection whose peer sent `abc`, an out-of-band

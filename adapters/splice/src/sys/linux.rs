@@ -15,6 +15,10 @@ pub(super) struct Pipe {
 }
 
 impl Pipe {
+    pub(super) fn size(&self) -> usize {
+        self.size
+    }
+
     pub(super) fn new(size: Option<usize>) -> io::Result<Self> {
         let (read, write) = pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
         let size = match size {

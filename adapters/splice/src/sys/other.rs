@@ -7,6 +7,10 @@ pub(super) const SPLICE: bool = false;
 pub(super) enum Pipe {}
 
 impl Pipe {
+    pub(super) fn size(&self) -> usize {
+        match *self {}
+    }
+
     pub(super) fn new(_: Option<usize>) -> io::Result<Self> {
         Err(io::ErrorKind::Unsupported.into())
     }
