@@ -401,7 +401,7 @@ proptest! {
     #[test]
     fn random_messages_round_trip_as_prost_bytes_whatever_the_pieces(
         messages in prop::collection::vec(blob_strategy(), 0..8),
-        sizes in prop::collection::vec(1usize..5000, 1..6),
+        sizes in prop::collection::vec(prop_oneof![1usize..16, 1usize..5000], 1..6),
     ) {
         let ours: Vec<u8> = messages.iter().cloned().flat_map(cleave_wire).collect();
         let prosts: Vec<u8> = messages
