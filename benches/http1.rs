@@ -10,7 +10,7 @@
 //!
 //! - `head_get_400b`: one browser-like GET head (9 headers, 423 bytes).
 //!   httparse parsing it in place into a stack array of borrowed headers
-//!   is the peer (the yardstick: it neither copies nor owns);
+//!   is the peer (the yardstick: it neither copies nor owns);
 //!   `lower_bound` is the least an owned result costs: the head copied
 //!   into one kept `BytesMut`, parsed by httparse there (its headers left
 //!   uninitialised, as cleave leaves them) and split off as `Bytes`,

@@ -2,8 +2,8 @@
 //! `Router` and cleave-tokio's `SessionReader` (a `Connection` over the
 //! session, with the connection's timeouts) and `splice_tunnel` (the
 //! tunnel moved by the kernel with splice(2) on Linux, with the tunnel idle
-//! timeout), driven by a few hundred concurrent clients, with a table of
-//! what happened.
+//! timeout), driven by 200 clients (by default), 32 at a time, with a
+//! table of what happened.
 //!
 //! ```text
 //! cargo run --release --example demo                       # built-in run

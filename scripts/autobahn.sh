@@ -11,8 +11,7 @@
 # Each run writes autobahn/<run>.json (case -> behaviour, behaviour on
 # close), which is committed: a change that loses a case shows in review.
 # The full HTML reports go to target/autobahn/<run>/. Exits non-zero
-# unless every case is OK (INFORMATIONAL and UNIMPLEMENTED only where a
-# case says so: see autobahn/summary.py).
+# unless every case is OK or INFORMATIONAL (see autobahn/summary.py).
 #
 # wstest: WSTEST=/path/to/wstest, else ~/.local/bin/wstest, else installed
 # with pyenv's Python 2.7 (pip install --user autobahntestsuite==0.8.2).

@@ -24,7 +24,7 @@
 //!        │      websocket::WebSocket  RFC 6455, both roles, permessage-deflate
 //!        │      (may queue its own replies: Wire::reply, push, farewell)
 //!        v
-//!   poll_event()     -> Bytes frames and events: views of the buffer, never copies
+//!   poll_event()     -> Bytes frames and events: views of the buffer, not copies
 //!   poll_transmit()  -> the next slices to write ──> writev ──> handle_written(n, now)
 //!   poll_shutdown()  -> a FIN or a reset is due;  poll_timeout() -> when to wake
 //!   switch(|p| q)    -> the next protocol, over the same buffer (unread bytes in place)
