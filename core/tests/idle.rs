@@ -246,3 +246,17 @@ fn a_finished_connection_releases_at_once_whatever_the_delay() {
         "nothing held, 10 ms after the last byte"
     );
 }
+
+/// What an idle connection holds once its buffers are gone is its struct:
+/// the README's figures, kept from growing unnoticed (on 64-bit targets,
+/// where they were measured).
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn an_idle_connection_struct_stays_within_its_stated_size() {
+    use core::mem::size_of;
+    assert!(size_of::<Conn<Framed<Lines>>>() <= 608);
+    assert!(size_of::<WriteQueue>() <= 288);
+    assert!(size_of::<cleave_proto::RecvBuf>() <= 112);
+    assert!(size_of::<Framed<Lines>>() <= 104);
+    assert!(size_of::<cleave_proto::Session<usize>>() <= 160);
+}
