@@ -349,6 +349,7 @@ pub(crate) fn reason(status: u16) -> &'static str {
         400 => "Bad Request",
         408 => "Request Timeout",
         413 => "Content Too Large",
+        414 => "URI Too Long",
         431 => "Request Header Fields Too Large",
         501 => "Not Implemented",
         505 => "HTTP Version Not Supported",
@@ -363,3 +364,48 @@ mod on_tokio;
 pub use client::{fetch, Answer, Ask};
 pub use on_mio::{MioServer, MioStop};
 pub use on_tokio::{serve_tokio, serve_tokio_connection};
+
+#[cfg(test)]
+mod tests {
+    use cleave_proto::http1::status_for;
+    use cleave_proto::{Error, HttpField, InvalidInput, Limit, Timeout};
+
+    use super::reason;
+
+    /// Every status the codec asks a server to answer with has its own
+    /// reason phrase here (a 414 went out as `414 Error`).
+    #[test]
+    fn every_status_the_codec_gives_has_its_reason() {
+        let limit = |limit| Error::LimitExceeded {
+            limit,
+            max: 1,
+            attempted: 2,
+            offset: 0,
+        };
+        let field = |field| Error::InvalidInput {
+            kind: InvalidInput::Http(field),
+            offset: 0,
+        };
+        let errors = [
+            field(HttpField::TransferCoding),
+            field(HttpField::Version),
+            field(HttpField::Host),
+            limit(Limit::HeadLength),
+            limit(Limit::HeaderCount),
+            limit(Limit::LineLength),
+            limit(Limit::RequestLine),
+            limit(Limit::BodyLength),
+            limit(Limit::ChunkExtension),
+            limit(Limit::TrailerLength),
+            Error::TimedOut(Timeout::Opening),
+            Error::TimedOut(Timeout::Frame),
+        ];
+        let mut statuses: Vec<u16> = errors.iter().filter_map(status_for).collect();
+        statuses.sort_unstable();
+        statuses.dedup();
+        assert_eq!(statuses, [400, 408, 413, 414, 431, 501, 505]);
+        for status in statuses {
+            assert_ne!(reason(status), "Error", "{status}");
+        }
+    }
+}

@@ -154,8 +154,9 @@ where
     /// that a busy tunnel does not starve the loop's other connections;
     /// when it is spent, the call returns `true`. A write under way when
     /// the budget runs out is finished, not split: a direction moves less
-    /// than `bytes` plus one write (a pipe's contents, 64 KiB at the
-    /// kernel's default size, or a copy buffer's 16 KiB). Default:
+    /// than `bytes` plus one write (a pipe's contents, at most its size:
+    /// 64 KiB at the kernel's default with 4 KiB pages; or a copy
+    /// buffer's 16 KiB). Default:
     /// [`DEFAULT_TUNNEL_BUDGET`]; at least 1.
     pub fn set_budget(&mut self, bytes: usize) {
         self.budget = bytes.max(1);

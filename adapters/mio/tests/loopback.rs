@@ -412,6 +412,8 @@ fn a_silent_client_is_routed_by_the_fallback_at_the_deadline() {
         }
         other => panic!("{other:?}"),
     }
+    // Decided by the clock, and not before it said so.
+    assert!(Instant::now() >= deadline, "routed before the deadline");
     assert_eq!(out[1], Event::Tunnel(Bytes::from_static(b"GET / HT")));
 }
 
@@ -435,6 +437,8 @@ fn a_client_that_sends_nothing_is_still_routed_at_the_deadline() {
         }
         other => panic!("{other:?}"),
     }
+    // Decided by the clock, and not before it said so.
+    assert!(Instant::now() >= deadline, "routed before the deadline");
 }
 
 #[test]

@@ -123,9 +123,17 @@ fn tunnel(
         .register(poll.registry(), Token(0), Token(1))
         .unwrap();
     let mut events = Events::with_capacity(16);
-    // The most one write moves: a pipe's contents at the kernel's default
-    // size, a copy buffer where no pipe is leased, or the tail.
-    let one_write = if setup.pipes.max_open() > 0 { 64 } else { 16 } * 1024;
+    // The most one write moves: a pipe's contents (one fill) at the
+    // kernel's default size, a copy buffer where no pipe is leased, or the
+    // tail.
+    let pipe = Pipes::default()
+        .lease()
+        .map_or(0, |lease| lease.pipe_size());
+    let one_write = if setup.pipes.max_open() > 0 {
+        pipe
+    } else {
+        16 * 1024
+    };
     let one_write = one_write.max(setup.tail.len());
     let started = Instant::now();
     while !tunnel.is_finished() {

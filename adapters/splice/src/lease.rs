@@ -46,11 +46,11 @@ impl Lease {
         self.len == 0
     }
 
-    /// The pipe's size as the kernel reports it (`F_GETPIPE_SZ`): 64 KiB
-    /// by default, or what [`PipesConfig::size`](crate::PipesConfig::size)
-    /// asked for, rounded up to a power of two pages. It counts buffer
-    /// slots of a page each: a fill from a socket whose buffers hold more
-    /// than a page each may move more bytes than this.
+    /// The pipe's size as the kernel reports it (`F_GETPIPE_SZ`): 16
+    /// pages by default (64 KiB with 4 KiB pages), or what
+    /// [`PipesConfig::size`](crate::PipesConfig::size) asked for, rounded
+    /// up to a power of two pages. One [`fill`](Self::fill) moves at most
+    /// this many bytes.
     #[must_use]
     pub fn pipe_size(&self) -> usize {
         self.pipe.as_ref().map_or(0, sys::Pipe::size)

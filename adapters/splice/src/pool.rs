@@ -124,6 +124,7 @@ impl Pipes {
     }
 
     /// Counts `n` bytes a lease drained.
+    #[cfg(unix)]
     pub(crate) fn count_spliced(&self, n: usize) {
         self.inner.spliced.fetch_add(n as u64, Ordering::Relaxed);
     }

@@ -8,7 +8,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cleave_proto::route::{Match, Reason, Router, RouterConfig};
 use cleave_proto::{
@@ -291,6 +291,7 @@ fn a_silent_client_is_routed_by_the_fallback_once_the_deadline_passes() {
         // The caller's own read timeout: recv sets the deadline's while
         // the session sniffs, and puts this one back once routed.
         server.set_read_timeout(Some(patience)).unwrap();
+        let started = Instant::now();
         let mut events = Stream::new(server, Session::tunnel(router, SessionConfig::default()));
         assert_eq!(events.conn().poll_timeout(), Some(delay));
         // No TimedOut on the way: the decision by the clock is the event.
@@ -302,6 +303,7 @@ fn a_silent_client_is_routed_by_the_fallback_once_the_deadline_passes() {
             (decision.target, decision.reason),
             ("fallback", Reason::DeadlinePassed)
         );
+        assert!(started.elapsed() >= delay, "routed before the deadline");
         assert_eq!(
             events.conn().poll_timeout(),
             None,

@@ -36,7 +36,7 @@
 //! shared. A [`WriteHandle`] lets any task push; a spawned task writes. It
 //! costs a lock per push and a wake-up of the writer task, which is what a
 //! connection that many tasks answer on needs, and what a connection that
-//! one task serves does not (see the README's numbers). All three write
+//! one task serves does not (BENCHMARKS.md measures both). All three write
 //! through the same drain.
 //!
 //! # Drive loop of a routing proxy

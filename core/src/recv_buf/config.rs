@@ -104,8 +104,8 @@ impl RecvBufConfig {
     /// A split frame shares (and so keeps alive) the block it was read into; a
     /// consumer that keeps a few small frames for a long time can pin many
     /// blocks that way. Copying costs one allocation per frame. Off (`0`) by
-    /// default: measured in `benches/retention.rs` and explained in the
-    /// README, splitting is faster and pins at most one read block per kept
+    /// default: measured in `benches/retention.rs` and explained in
+    /// BENCHMARKS.md, splitting is faster and pins at most one read block per kept
     /// frame, which only matters for consumers that keep frames for long.
     #[must_use]
     pub fn copy_frames_up_to(mut self, len: usize) -> Self {
@@ -118,7 +118,7 @@ impl RecvBufConfig {
     /// connection then holds no read block, where it held 8 KiB and more;
     /// the price is one allocation (and zeroing a read reserve) when the
     /// next burst arrives, about 100-160 ns a burst in `--bench read`
-    /// (the README's table). Turn it off for a few busy connections whose
+    /// (BENCHMARKS.md). Turn it off for a few busy connections whose
     /// every microsecond counts.
     #[must_use]
     pub fn release_when_idle(mut self, release: bool) -> Self {

@@ -18,7 +18,7 @@ pub const DEFAULT_MAX_BYTES: usize = 128 * 1024;
 /// Default [`WriteQueueConfig::coalesce_below`]: writes under 512 bytes are
 /// copied into a shared buffer.
 ///
-/// Measured in `benches/write.rs` (see the README): below this size one
+/// Measured in `benches/write.rs` (see BENCHMARKS.md): below this size one
 /// `iovec` per write costs more than copying the bytes; above it, copying
 /// costs more than the `iovec`.
 pub const DEFAULT_COALESCE_BELOW: usize = 512;
