@@ -18,20 +18,16 @@
 //! messages to the backend as lines (a message out as a line, a line back
 //! as a text message): a WebSocket front for a line protocol.
 
-use std::collections::VecDeque;
-use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
-use std::task::Poll;
 use std::time::Duration;
 
 use cleave_proto::http1::{
     self, Body, Client, ClientEvent, Headers, PerRequest, Request, Routed, RoutedEvent,
 };
-use cleave_proto::websocket::{self, close_code, Assembler, Kind, WebSocket, WsConfig, WsEvent};
-use cleave_proto::{Bytes, BytesMut, Conn, ConnConfig, Encoder, Frame, Lines, Protocol, Timeouts};
-use cleave_tokio::{tunnel, ConnError, Connection, FrameReader, Reset};
-use futures_util::{FutureExt, StreamExt};
+use cleave_proto::{Bytes, BytesMut, Frame, Protocol};
+use cleave_tokio::{tunnel, ConnError, Connection, Reset};
+use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
@@ -399,214 +395,6 @@ where
     }
 }
 
-/// A request on its way to a backend.
-struct Forward {
-    target: usize,
-    chunked: bool,
-    head: Bytes,
-    /// The request's head as read: what its answer is framed for (HEAD,
-    /// CONNECT, an upgrade, the client's last request).
-    request: Request,
-    /// Safe to send again on a new connection if the kept one turns out
-    /// closed: a GET, HEAD or OPTIONS without a body, on a kept connection.
-    again: bool,
-    /// Sending the head failed (a kept connection the backend closed).
-    failed: bool,
-}
-
-impl Forward {
-    /// The request (a head only) once more, on `backend`, and its answer.
-    async fn send_again<S>(
-        &self,
-        backend: &mut Connection<TcpStream, Client>,
-        client: &mut Connection<S, Routed<usize>>,
-        moved: &mut Moved,
-    ) -> Result<After, Relay>
-    where
-        S: AsyncRead + AsyncWrite + Reset + Unpin,
-    {
-        backend
-            .conn_mut()
-            .protocol_mut()
-            .expect_response_to(&self.request);
-        let sent = backend.send(self.head.clone()).await;
-        let flushed = match sent {
-            Ok(_) => backend.flush().await,
-            Err(e) => Err(e),
-        };
-        flushed.map_err(|e| Relay::NoAnswer(e.into()))?;
-        relay_response(backend, client, moved, None).await
-    }
-}
-
-/// Why a response was not relayed.
-enum Relay {
-    /// The backend failed (or timed out) before any of its answer reached
-    /// the client: the client can still be answered.
-    NoAnswer(BoxError),
-    /// It failed part way, or the client did: the client's connection
-    /// ends without a clean end.
-    Cut(BoxError),
-}
-
-impl Relay {
-    fn into_error(self) -> BoxError {
-        match self {
-            Self::NoAnswer(e) | Self::Cut(e) => e,
-        }
-    }
-}
-
-/// Whether a backend's failure was its idle timeout.
-fn is_timeout(e: &BoxError) -> bool {
-    matches!(
-        e.downcast_ref::<ConnError>(),
-        Some(ConnError::Protocol(cleave_proto::Error::TimedOut(_)))
-    )
-}
-
-/// The open connection to `target`'s backend, connecting if needed (with
-/// `idle` as its idle timeout); `None` when the target has no address.
-async fn connect_backend<'a>(
-    open: &'a mut [Option<Connection<TcpStream, Client>>],
-    backends: &[Option<SocketAddr>],
-    target: usize,
-    idle: Option<Duration>,
-) -> io::Result<Option<&'a mut Connection<TcpStream, Client>>> {
-    let Some(addr) = backends.get(target).copied().flatten() else {
-        return Ok(None);
-    };
-    let slot = open.get_mut(target).ok_or(io::ErrorKind::NotFound)?;
-    if slot.is_none() {
-        let socket = TcpStream::connect(addr).await?;
-        socket.set_nodelay(true)?;
-        let config = ConnConfig::default().timeouts(Timeouts::default().idle(idle));
-        *slot = Some(Connection::with_config(socket, Client::new(), config));
-    }
-    Ok(slot.as_mut())
-}
-
-/// What follows a relayed response.
-enum After {
-    /// Both connections go on.
-    KeepAlive,
-    /// The client's connection ends: its request or the response said so
-    /// (the response's `Connection: close` goes to the client as it came,
-    /// so the client's connection closes with the backend's), or the body
-    /// ran to the backend's close.
-    ClientCloses,
-    /// A 101 or a 2xx to CONNECT: tunnel the two.
-    Switch,
-}
-
-/// Copies one response (interim ones first) from `backend` to `client`,
-/// starting with `first` if the backend's first event was read already.
-/// What came goes to the client before waiting for more: a streamed
-/// response is not held back.
-async fn relay_response<S>(
-    backend: &mut Connection<TcpStream, Client>,
-    client: &mut Connection<S, Routed<usize>>,
-    moved: &mut Moved,
-    mut first: Option<ClientEvent>,
-) -> Result<After, Relay>
-where
-    S: AsyncRead + AsyncWrite + Reset + Unpin,
-{
-    let mut relayed = first.is_some();
-    let cut = |relayed: bool, e: BoxError| {
-        if relayed {
-            Relay::Cut(e)
-        } else {
-            Relay::NoAnswer(e)
-        }
-    };
-    let client_failed = |e: ConnError| Relay::Cut(e.into());
-    let mut chunked = false;
-    let mut after = After::KeepAlive;
-    let mut trailers = None;
-    loop {
-        let next = match first.take() {
-            Some(event) => Some(Ok(event)),
-            None => match backend.next().now_or_never() {
-                Some(next) => next,
-                None => {
-                    // Nothing more from the backend now: what came goes
-                    // out before the wait.
-                    client.flush().await.map_err(client_failed)?;
-                    backend.next().await
-                }
-            },
-        };
-        let event = match next {
-            Some(Ok(event)) => event,
-            Some(Err(e)) => return Err(cut(relayed, e.into())),
-            None => break,
-        };
-        relayed = true;
-        match event {
-            ClientEvent::Interim(response) => {
-                moved.down += response.as_bytes().len() as u64;
-                client
-                    .send(response.into_bytes())
-                    .await
-                    .map_err(client_failed)?;
-            }
-            ClientEvent::Head(response) => {
-                chunked = response.body() == Body::Chunked;
-                if response.status() == 101 && !switches_to_websocket(&response) {
-                    return Err(Relay::NoAnswer(
-                        "a 101 to another protocol than WebSocket".into(),
-                    ));
-                }
-                after = if response.switches() {
-                    After::Switch
-                } else if !response.keep_alive() {
-                    After::ClientCloses
-                } else {
-                    After::KeepAlive
-                };
-                moved.down += response.as_bytes().len() as u64;
-                client
-                    .send(response.into_bytes())
-                    .await
-                    .map_err(client_failed)?;
-            }
-            ClientEvent::Data(data) => {
-                moved.down += data.len() as u64;
-                let piece = body_piece(data, chunked).map_err(Relay::Cut)?;
-                client.send(piece).await.map_err(client_failed)?;
-            }
-            ClientEvent::Trailers(t) => trailers = Some(t),
-            ClientEvent::End => {
-                if chunked {
-                    let last = last_chunk(trailers.as_ref()).map_err(Relay::Cut)?;
-                    client.send(last).await.map_err(client_failed)?;
-                }
-                client.flush().await.map_err(client_failed)?;
-                if !matches!(after, After::Switch) {
-                    // A declined upgrade or CONNECT: the client's requests
-                    // go on (unless it asked to close).
-                    client.conn_mut().protocol_mut().server_mut().resume();
-                }
-                if !client_keeps_alive(client.conn()) && matches!(after, After::KeepAlive) {
-                    return Ok(After::ClientCloses);
-                }
-                return Ok(after);
-            }
-        }
-    }
-    Err(cut(
-        relayed,
-        "the backend closed before its response ended".into(),
-    ))
-}
-
-/// Whether the client's connection goes on: its server side did not stop
-/// after this request (a `Connection: close`, HTTP/1.0).
-fn client_keeps_alive<S: Protocol>(conn: &Conn<S>) -> bool {
-    !conn.is_read_done()
-}
-
 /// Whether `first`, what a connection sent before it was routed, may
 /// start an HTTP request: after any empty lines, a method (a token), then
 /// a space and a line not ended yet or one that names an `HTTP/` version;
@@ -699,12 +487,6 @@ fn is_websocket(request: &Request) -> bool {
         && request.headers().get("http2-settings").is_none()
 }
 
-/// Whether a backend's answer switches to WebSocket, the one protocol the
-/// proxy tunnels: a 101 to anything else is not relayed.
-fn switches_to_websocket(response: &http1::Response) -> bool {
-    upgrades_to_websocket_alone(response.headers())
-}
-
 /// One `Upgrade` field, and it is `websocket`.
 fn upgrades_to_websocket_alone(headers: &Headers) -> bool {
     let mut upgrades = headers.get_all("upgrade");
@@ -714,155 +496,11 @@ fn upgrades_to_websocket_alone(headers: &Headers) -> bool {
         && upgrades.next().is_none()
 }
 
-/// What moved one way of a terminated WebSocket, or made room.
-enum Step {
-    /// A queue that held back a message or a line has room.
-    Room,
-    /// The client's next event.
-    Client(Option<Result<WsEvent, ConnError>>),
-    /// The backend's next line.
-    Backend(Option<Result<Bytes, ConnError>>),
-}
+mod relay;
+mod terminate;
 
-/// Terminates a WebSocket upgrade: the handshake answered here, then the
-/// messages bridged to `addr` as lines until either side ends.
-async fn terminate<S>(
-    mut client: Connection<S, Routed<usize>>,
-    request: Request,
-    addr: Option<SocketAddr>,
-    mut moved: Moved,
-) -> Result<Moved, BoxError>
-where
-    S: AsyncRead + AsyncWrite + Reset + Unpin,
-{
-    // The request's end: a WebSocket upgrade has no body.
-    while let Some(event) = client.next().await {
-        if matches!(event?, RoutedEvent::End) {
-            break;
-        }
-    }
-    let (accepted, addr) = match (
-        websocket::accept(&request, &websocket::AcceptConfig::default()),
-        addr,
-    ) {
-        (Ok(accepted), Some(addr)) => (accepted, addr),
-        (refused, _) => {
-            let answer = match refused {
-                Ok(_) => {
-                    http1::response(502, "Bad Gateway", &[("Connection", b"close")], Body::Empty)?
-                }
-                Err(_) => websocket::refusal(&request),
-            };
-            client.send(answer).await?;
-            client.close().await?;
-            return Ok(moved);
-        }
-    };
-    let socket = TcpStream::connect(addr).await?;
-    socket.set_nodelay(true)?;
-    let mut lines = FrameReader::new(socket, Lines::new());
-    client.send(accepted.response().clone()).await?;
-    client.flush().await?;
-    moved.requests += 1;
-    let mut ws = client.switch(|_| WebSocket::server(WsConfig::default()));
-    let mut encoder = Lines::new();
-    let mut parts = Assembler::new();
-    let mut backend_open = true;
-    // Each way moves on its own. What finds its queue full waits here,
-    // and only that way stops reading until the queue makes room, while
-    // both queues are written all the time: a way that waited for its
-    // write while not reading the other would deadlock against a backend
-    // that writes its answers before it reads on.
-    let mut to_backend: Option<Frame> = None;
-    let mut to_client: VecDeque<Frame> = VecDeque::new();
-    loop {
-        if let Some(line) = to_backend.take() {
-            to_backend = lines.conn_mut().push_or_full(line)?.err();
-        }
-        while let Some(frame) = to_client.pop_front() {
-            if let Err(full) = ws.conn_mut().push_or_full(frame)? {
-                to_client.push_front(full);
-                break;
-            }
-        }
-        let step = poll_fn(|cx| {
-            let up_room = lines.poll_drain(cx)?.is_ready();
-            let down_room = ws.poll_drain(cx)?.is_ready();
-            if (to_backend.is_some() && up_room) || (!to_client.is_empty() && down_room) {
-                return Poll::Ready(Ok::<_, ConnError>(Step::Room));
-            }
-            if to_backend.is_none() {
-                if let Poll::Ready(event) = ws.poll_next_unpin(cx) {
-                    return Poll::Ready(Ok(Step::Client(event)));
-                }
-            }
-            if to_client.is_empty() && backend_open {
-                if let Poll::Ready(line) = lines.poll_next_unpin(cx) {
-                    return Poll::Ready(Ok(Step::Backend(line)));
-                }
-            }
-            Poll::Pending
-        })
-        .await?;
-        match step {
-            Step::Room => {}
-            Step::Client(event) => {
-                let message = match event {
-                    Some(Ok(WsEvent::Text(data) | WsEvent::Binary(data))) => data,
-                    Some(Ok(WsEvent::Part(part))) => match parts.push(part) {
-                        Some((_, whole)) => whole,
-                        None => continue,
-                    },
-                    Some(Ok(_)) => continue,
-                    // The close handshake is done, or the client broke a
-                    // rule (the protocol answered it): the line side ends.
-                    Some(Err(_)) | None => break,
-                };
-                moved.up += message.len() as u64;
-                match encoder.encode(message) {
-                    Ok(line) => to_backend = Some(line),
-                    // A message with a line break cannot be one line
-                    // (one close per side: none if one went already).
-                    Err(_) if !ws.conn().protocol().is_closing() => {
-                        let close = ws
-                            .conn_mut()
-                            .protocol_mut()
-                            .close(close_code::POLICY, "not a line")?;
-                        to_client.push_back(close);
-                    }
-                    Err(_) => {}
-                }
-            }
-            Step::Backend(line) => {
-                let Some(Ok(line)) = line else {
-                    // The backend ended: the client is told so.
-                    backend_open = false;
-                    if !ws.conn().protocol().is_closing() {
-                        let close = ws
-                            .conn_mut()
-                            .protocol_mut()
-                            .close(close_code::GOING_AWAY, "")?;
-                        to_client.push_back(close);
-                    }
-                    continue;
-                };
-                moved.down += line.len() as u64;
-                let message = ws.conn_mut().protocol_mut().message(Kind::Text, line)?;
-                to_client.push_back(message);
-            }
-        }
-    }
-    // What still waited for room goes before the ends.
-    if let Some(line) = to_backend {
-        lines.send(line).await?;
-    }
-    for frame in to_client {
-        ws.send(frame).await?;
-    }
-    ws.close().await?;
-    lines.close().await?;
-    Ok(moved)
-}
+use relay::{connect_backend, is_timeout, relay_response, After, Forward, Relay};
+use terminate::terminate;
 
 #[cfg(test)]
 mod tests {
