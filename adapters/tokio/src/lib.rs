@@ -18,7 +18,7 @@
 //!
 //! | need | use |
 //! |------|-----|
-//! | any protocol over a socket, both directions, same task | [`Connection`] (a `Stream` of events; `push`, `send`, `flush`, `close`) |
+//! | any protocol over a socket, both directions, same task | [`Connection`] (a `Stream` of events; `send`, `flush`, `close`; `conn_mut().push` queues) |
 //! | frames from a socket (and answers on it) | [`FrameReader`]: a `Connection` over a decoder |
 //! | a routed connection (PROXY header, sniffing, frames, tunnel) | [`SessionReader`]: a `Connection` over a [`Session`](cleave_proto::Session) |
 //! | timeouts (idle, opening, frame, tunnel idle) | [`ConnConfig`](cleave_proto::ConnConfig) given to `with_config` |
