@@ -589,22 +589,6 @@ fn mio_upgrade(conn: &mut MioWs, peer: &mut MioPeer) -> bool {
 /// resumed.
 fn mio_pump(conn: &mut MioWs, peer: &mut MioPeer) -> Result<bool, ConnError> {
     let was_paused = !peer.backlog.is_empty();
-    loop {
-        while let Some(frame) = peer.backlog.pop_front() {
-            if let Err(rejected) = conn.conn_mut().push(frame) {
-                match rejected.when_full() {
-                    Some(frame) => peer.backlog.push_front(frame),
-                    None => peer.backlog.clear(),
-                }
-                break;
-            }
-        }
-        let emptied = conn.on_writable()?;
-        if peer.backlog.is_empty() || !emptied {
-            break;
-        }
-    }
-    let waiting = !peer.backlog.is_empty();
-    conn.pause_reading(waiting);
+    let waiting = crate::backlog::pump(conn, &mut peer.backlog)?;
     Ok(was_paused && !waiting)
 }

@@ -278,26 +278,9 @@ fn drive(
 /// is queued and the connection is over. Returns whether reading resumed
 /// (bytes may wait in the socket, and no event will say so).
 fn pump(conn: &mut MioConn, peer: &mut Peer) -> Result<bool, ConnError> {
-    loop {
-        while let Some(frame) = peer.backlog.pop_front() {
-            if let Err(rejected) = conn.conn_mut().push(frame) {
-                match rejected.when_full() {
-                    Some(frame) => peer.backlog.push_front(frame),
-                    // Closed: nothing more goes out.
-                    None => peer.backlog.clear(),
-                }
-                break;
-            }
-        }
-        let emptied = conn.on_writable()?;
-        if peer.backlog.is_empty() || !emptied {
-            break;
-        }
-    }
-    let waiting = !peer.backlog.is_empty();
+    let waiting = crate::backlog::pump(conn, &mut peer.backlog)?;
     let resumed = peer.paused && !waiting;
     peer.paused = waiting;
-    conn.pause_reading(waiting);
     if !waiting && (peer.ended || peer.app.wants_close()) {
         conn.close();
         conn.on_writable()?;
